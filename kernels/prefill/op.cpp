@@ -1,0 +1,86 @@
+#include "prefill/op.h"
+
+#include <fmt/format.h>
+
+#include "common/gate_tensors.h"
+#include "core/op.h"
+
+namespace gdn {
+namespace {
+
+std::vector<int64_t> state_dims(const Shape& s) {
+  int64_t n = int64_t(s.seqlens.size());
+  return s.layout == Layout::kv ? std::vector<int64_t>{n, s.h_v, s.dk, s.dv} : std::vector<int64_t>{n, s.h_v, s.dv, s.dk};
+}
+
+std::vector<TensorSpec> tensors(const Shape& s) {
+  const int64_t T = s.total_tokens(), N = int64_t(s.seqlens.size());
+  std::vector<TensorSpec> t;
+  t.push_back({"q", s.input_dtype, {T, s.h_qk, s.dk}, Role::input, Fill::qk});
+  t.push_back({"k", s.input_dtype, {T, s.h_qk, s.dk}, Role::input, Fill::qk});
+  t.push_back({"v", s.input_dtype, {T, s.h_v, s.dv}, Role::input, Fill::v});
+  append_gate_tensors(t, s, {T});
+  t.push_back({"cu_seqlens", DType::i32, {N + 1}, Role::input, Fill::cu_seqlens});
+  if (s.has_h0) t.push_back({"h0", DType::f32, state_dims(s), Role::input, Fill::state});
+  t.push_back({"o", s.input_dtype, {T, s.h_v, s.dv}, Role::output});
+  t.push_back({"ht", DType::f32, state_dims(s), Role::output});
+  return t;
+}
+
+WorkModel work(const Shape& s) {
+  const double T = double(s.total_tokens()), N = double(s.seqlens.size());
+  const double e = double(dtype_size(s.input_dtype)), HK = double(s.h_qk) * s.dk, HVV = double(s.h_v) * s.dv;
+  const double state = N * s.h_v * double(s.dk) * s.dv * 4.0;
+  WorkModel w;
+  w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + (s.has_h0 ? state : 0.0) + state;
+  constexpr double C0 = 64;  // chunk size of the fused algorithm's useful-work count (FlashQLA)
+  w.flops = T * s.h_v * (6.0 * s.dk * s.dv + 4.0 * C0 * (s.dk + s.dv));
+  w.flops_fi = 4.0 * T * s.h_v * s.dk * s.dv;
+  w.bandwidth_bound = false;
+  return w;
+}
+
+std::vector<Tolerance> tolerances(const Shape&) { return {{"o", 5e-3}, {"ht", 5e-3}}; }
+
+std::string validate(const Shape& s) {
+  if (auto r = validate_common(s); !r.empty()) return r;
+  if (s.seqlens.empty()) return "prefill needs at least one sequence";
+  int64_t total = 0;
+  for (auto l : s.seqlens) {
+    if (l < 1) return fmt::format("sequence lengths must be >= 1 (got {})", l);
+    total += l;
+  }
+  if (total > (int64_t(1) << 31) - 1) return fmt::format("total tokens {} overflow int32 cu_seqlens", total);
+  return "";
+}
+
+}  // namespace
+
+const OpDef kPrefillOp{OpKind::prefill, "prefill",
+                       "chunked forward over a packed varlen batch (o and final state ht)",
+                       tensors, work, tolerances, validate};
+
+namespace prefill {
+Args make_args(const Shape& s, const TensorSet& t, const int32_t* cu_host) {
+  Args a;
+  a.T = s.total_tokens();
+  a.N = int64_t(s.seqlens.size());
+  a.H = s.h_qk, a.HV = s.h_v, a.K = s.dk, a.V = s.dv;
+  a.input_dtype = s.input_dtype;
+  a.layout = s.layout;
+  a.l2norm = s.l2norm;
+  a.scale = float(s.effective_scale());
+  a.q = t.ptr<const uint16_t>("q");
+  a.k = t.ptr<const uint16_t>("k");
+  a.v = t.ptr<const uint16_t>("v");
+  a.gate = make_gate_args(s, t);
+  a.cu_seqlens = t.ptr<const int32_t>("cu_seqlens");
+  a.cu_seqlens_host = cu_host;
+  a.h0 = t.ptr<const float>("h0");
+  a.o = t.ptr<uint16_t>("o");
+  a.ht = t.ptr<float>("ht");
+  return a;
+}
+}  // namespace prefill
+
+}  // namespace gdn

@@ -1,0 +1,42 @@
+// prefill: chunked forward over a packed (varlen) batch, SPEC section 2.1.
+//
+// Tensors (T = total tokens, N = sequences):
+//   q, k        [T, H, K]        bf16 (f16 where the variant supports it)
+//   v           [T, HV, V]       same dtype as q
+//   gate        log: g, beta [T, HV] fp32 | raw: A_log [HV], a [T, HV] bf16, dt_bias [HV], b [T, HV] bf16
+//   cu_seqlens  [N + 1]          int32
+//   h0          [N, HV, S0, S1]  fp32, optional (Shape::has_h0); layout kv = [K, V], vk = [V, K]
+//   o  (out)    [T, HV, V]       same dtype as q
+//   ht (out)    [N, HV, S0, S1]  fp32
+#pragma once
+
+#include <cstdint>
+
+#include "common/step_args.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace gdn::prefill {
+
+struct Args {
+  int64_t T = 0, N = 0;
+  int H = 0, HV = 0, K = 0, V = 0;
+  DType input_dtype = DType::bf16;
+  Layout layout = Layout::kv;
+  bool l2norm = true;
+  float scale = 0.f;
+  const uint16_t* q = nullptr;
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
+  GateArgs gate;
+  const int32_t* cu_seqlens = nullptr;
+  const int32_t* cu_seqlens_host = nullptr;  // always host memory (launch planning)
+  const float* h0 = nullptr;                 // null when absent
+  uint16_t* o = nullptr;
+  float* ht = nullptr;
+};
+
+// Typed view of a problem's tensors. `cu_seqlens_host` is the host copy the runner keeps.
+Args make_args(const Shape& s, const TensorSet& t, const int32_t* cu_seqlens_host);
+
+}  // namespace gdn::prefill

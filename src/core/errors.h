@@ -1,0 +1,30 @@
+// Exit codes (documented in the README) and the exceptions that carry them to main().
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace gdn {
+
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRegression = 1,    // compare found a real regression (or a verification failure in NEW)
+  kExitVerifyFailed = 2,  // a variant failed verification
+  kExitBadInput = 3,      // bad config, bad flags, unreadable or malformed files
+  kExitRuntime = 4,       // CUDA error, kernel fault, I/O failure while running
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(int code, const std::string& msg) : std::runtime_error(msg), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+// Bad input: config, flags or files. Message names the file, key and value.
+inline Error input_error(const std::string& msg) { return Error(kExitBadInput, msg); }
+inline Error runtime_error(const std::string& msg) { return Error(kExitRuntime, msg); }
+
+}  // namespace gdn

@@ -1,0 +1,98 @@
+#include "core/shape.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <numeric>
+#include <stdexcept>
+
+namespace gdn {
+
+double Shape::effective_scale() const { return scale > 0.0 ? scale : 1.0 / std::sqrt(double(dk)); }
+
+int64_t Shape::total_tokens() const {
+  if (op == OpKind::prefill) return std::accumulate(seqlens.begin(), seqlens.end(), int64_t{0});
+  return batch * (op == OpKind::mtp ? tokens : 1);
+}
+
+std::string Shape::seqlens_label() const {
+  if (seqlens.empty()) return "-";
+  bool all_equal = true;
+  for (auto l : seqlens) all_equal = all_equal && l == seqlens.front();
+  if (all_equal) {
+    if (seqlens.size() == 1) return fmt::format("1x{}", seqlens.front());
+    // Length first, count second, as FlashQLA writes it ("8192x4").
+    if (seqlens.front() > int64_t(seqlens.size())) return fmt::format("{}x{}", seqlens.front(), seqlens.size());
+  }
+  if (seqlens.size() <= 8) return fmt::format("{}", fmt::join(seqlens, "+"));
+  return fmt::format("{}seqs/{}tok", seqlens.size(), total_tokens());
+}
+
+std::string Shape::key() const {
+  std::string k = fmt::format("h{}/{} d{}x{}", h_qk, h_v, dk, dv);
+  switch (op) {
+    case OpKind::prefill:
+      k += fmt::format(" seq={}{}", seqlens_label(), has_h0 ? "" : " no_h0");
+      if (seqlens.size() > 8) {
+        // Long explicit lists: include a checksum so different lists never share a key.
+        uint64_t h = 1469598103934665603ull;
+        for (auto l : seqlens) h = (h ^ uint64_t(l)) * 1099511628211ull;
+        k += fmt::format("#{:08x}", uint32_t(h));
+      }
+      break;
+    case OpKind::mtp:
+      k += fmt::format(" T={}", tokens);
+      [[fallthrough]];
+    case OpKind::decode:
+      k += fmt::format(" B={} state={} layout={} pool={} idx={}", batch, to_string(state_dtype), to_string(layout),
+                       pool_slots(), to_string(indices));
+      if (index_dtype != DType::i64) k += fmt::format("/{}", to_string(index_dtype));
+      if (op == OpKind::mtp)
+        k += fmt::format(" cache={} update={}", cache_intermediate ? 1 : 0, update_state ? 1 : 0);
+      break;
+  }
+  k += fmt::format(" gate={}", to_string(gate));
+  if (!l2norm) k += " no_l2norm";
+  if (input_dtype != DType::bf16) k += fmt::format(" in={}", to_string(input_dtype));
+  if (inputs != InputDist::standard) k += fmt::format(" inputs={}", to_string(inputs));
+  if (scale > 0.0) k += fmt::format(" scale={}", scale);
+  return k;
+}
+
+namespace {
+int64_t parse_positive(const std::string& part, const std::string& whole) {
+  if (part.empty()) throw std::invalid_argument(fmt::format("empty number in sequence set '{}'", whole));
+  for (char c : part)
+    if (c < '0' || c > '9')
+      throw std::invalid_argument(fmt::format("'{}' in sequence set '{}' is not a positive integer", part, whole));
+  if (part.size() > 12) throw std::invalid_argument(fmt::format("'{}' in sequence set '{}' is too large", part, whole));
+  int64_t v = std::stoll(part);
+  if (v < 1) throw std::invalid_argument(fmt::format("sequence lengths must be >= 1 (got {} in '{}')", v, whole));
+  return v;
+}
+}  // namespace
+
+std::vector<int64_t> parse_seqlens(const std::string& text) {
+  if (text.empty()) throw std::invalid_argument("empty sequence set");
+  auto x = text.find('x');
+  if (x != std::string::npos) {
+    if (text.find('+') != std::string::npos)
+      throw std::invalid_argument(fmt::format("sequence set '{}' mixes 'x' and '+'", text));
+    int64_t a = parse_positive(text.substr(0, x), text);
+    int64_t b = parse_positive(text.substr(x + 1), text);
+    int64_t count = std::min(a, b), length = std::max(a, b);
+    if (count > (int64_t(1) << 24))
+      throw std::invalid_argument(fmt::format("sequence set '{}' has too many sequences", text));
+    return std::vector<int64_t>(size_t(count), length);
+  }
+  std::vector<int64_t> out;
+  size_t start = 0;
+  while (true) {
+    auto plus = text.find('+', start);
+    out.push_back(parse_positive(text.substr(start, plus - start), text));
+    if (plus == std::string::npos) break;
+    start = plus + 1;
+  }
+  return out;
+}
+
+}  // namespace gdn

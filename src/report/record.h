@@ -1,0 +1,88 @@
+// Results are records; tables, JSON, CSV and exports are views of them.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "core/shape.h"
+#include "stats/stats.h"
+#include "timing/measure.h"
+
+namespace gdn {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Verification of one output tensor against the fp64 reference (SPEC section 4).
+struct TensorCheck {
+  std::string tensor;
+  double rel_l2 = kNaN;
+  double max_abs = kNaN;
+  double tolerance = kNaN;
+  int64_t checked = 0;          // elements compared
+  int64_t nonfinite = 0;        // NaN/Inf in the variant's output (poison excluded)
+  int64_t unwritten = 0;        // still poisoned
+  int64_t untouched_diff = 0;   // pool elements of untouched slots that changed (must be 0)
+  bool pass = false;
+};
+
+struct Verification {
+  bool ran = false;
+  bool pass = false;
+  std::string scope;  // "full" or what was sampled: "heads 0,9,18,31 of all 4 sequences"
+  std::vector<TensorCheck> checks;
+  double seconds = 0;  // wall time of the check (reference included)
+};
+
+// The measured peak a roofline percentage refers to.
+struct Peak {
+  std::string kind;  // "copy_bandwidth" (bytes/s) or "bf16_mma" (FLOP/s) or "host_bandwidth"
+  double value = kNaN;
+  std::string source;  // "calibrate cache", "measured now", ...
+};
+
+enum class CaseStatus { ok, skipped, verify_failed, error };
+std::string_view to_string(CaseStatus);
+
+struct CaseRecord {
+  // Identity.
+  std::string case_name;
+  std::string variant;  // "<op>/<variant>"
+  Shape shape;
+  std::string mode;     // cold | hot | graph
+  std::string device;   // device (or host CPU) name
+  uint64_t seed = 0;
+  std::optional<double> threshold_pct;  // compare override from the config
+
+  CaseStatus status = CaseStatus::ok;
+  std::string reason;  // skip reason or error message
+
+  Verification verify;
+
+  // Timing (absent when skipped, not timed or failed).
+  bool timed = false;
+  std::string timer;  // host | cupti | events
+  Measurement timing;
+
+  // Metrics from the op's work model (SPEC section 5), over the median time.
+  WorkModel work;
+  double tflops = kNaN;      // work.flops / median
+  double tflops_fi = kNaN;   // work.flops_fi / median
+  double tbps = kNaN;        // work.bytes / median, TB/s (1e12)
+  double roofline_pct = kNaN;
+  Peak peak;
+  bool throttled = false;
+  double wall_s = 0;  // whole case, verification included
+
+  std::string op() const { return std::string(to_string(shape.op)); }
+  std::string shape_key() const { return shape.key(); }
+};
+
+// Fills tflops/tbps/roofline from work, timing and the peak.
+void compute_metrics(CaseRecord& r);
+
+}  // namespace gdn

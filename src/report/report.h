@@ -1,0 +1,52 @@
+// The run report: metadata plus one record per case. JSON is the durable form; the writer
+// rewrites the whole file atomically (temp file, then rename) after every case.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "device/info.h"
+#include "report/record.h"
+
+namespace gdn {
+
+constexpr int kSchemaVersion = 1;
+
+struct RunReport {
+  std::string tool_version;
+  std::string git_sha;
+  std::vector<std::string> argv;
+  std::string command;  // run | verify
+  std::string config_path;
+  std::string config_hash;
+  std::string mode;
+  std::string started_at;   // ISO 8601 UTC
+  std::string finished_at;  // empty while running
+  bool complete = false;    // false: interrupted or still running
+  HostInfo host;
+  std::vector<DeviceInfo> devices;
+  nlohmann::json calibration = nlohmann::json::object();  // peaks used for roofline %
+  std::vector<CaseRecord> cases;
+};
+
+nlohmann::json to_json(const Shape&);
+Shape shape_from_json(const nlohmann::json&);
+nlohmann::json to_json(const CaseRecord&);
+CaseRecord record_from_json(const nlohmann::json&);
+nlohmann::json to_json(const RunReport&);
+RunReport report_from_json(const nlohmann::json&);
+
+// Reads a report file; input_error (exit 3) naming the file on any problem.
+RunReport load_report(const std::string& path);
+// Writes JSON to `path` atomically (path.tmp, fsync, rename). Throws runtime_error (exit 4).
+void write_file_atomic(const std::string& path, const std::string& text);
+void write_report(const std::string& path, const RunReport& r);
+
+// Views.
+std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown);  // fmt tables per op
+std::string format_csv(const std::vector<CaseRecord>& cases);
+nlohmann::json to_gbench(const RunReport& r);              // Google-Benchmark-shaped
+nlohmann::json to_bigger_is_better(const RunReport& r);    // github-action-benchmark customBiggerIsBetter
+
+}  // namespace gdn

@@ -1,0 +1,44 @@
+// The measurement loop: warm-up, then samples until the stopping rule is met (SPEC section 7).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "stats/stats.h"
+#include "timing/timer.h"
+
+namespace gdn {
+
+struct StoppingRule {
+  int warmup_runs = 2;        // untimed launches first (module load, first touch)
+  int min_samples = 10;
+  int max_samples = 100000;
+  double min_time_s = 0.05;   // minimum accumulated measured time
+  double max_noise = 0.005;   // target relative noise of the median (Stats::noise)
+  double timeout_s = 15.0;    // wall-clock limit per case (warm-up included)
+};
+
+// Per-kernel breakdown over all samples: median duration of each kernel name.
+struct KernelStat {
+  std::string name;
+  double median_s = 0;
+  double share = 0;  // median_s over the median sample span
+};
+
+struct Measurement {
+  std::vector<double> samples_s;
+  Stats stats;
+  bool converged = false;        // noise target met (false: stopped by timeout or max_samples)
+  std::string stop_reason;       // "noise", "timeout", "max_samples"
+  double wall_s = 0;
+  std::vector<KernelStat> kernels;
+  double sm_clock_mhz = 0;       // median of the samples' clocks (0 unknown)
+};
+
+// Pure decision, testable on synthetic data: is sampling finished? Sets reason when it is.
+bool should_stop(const StoppingRule& rule, const std::vector<double>& samples, double elapsed_wall_s,
+                 std::string& reason);
+
+Measurement measure(Timer& timer, const SampleHooks& hooks, const StoppingRule& rule);
+
+}  // namespace gdn
