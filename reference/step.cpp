@@ -1,1 +1,68 @@
-// placeholder: filled in by its owner
+// decode and mtp: the token recurrence per (row, value head) starting from the row's pool slot.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/decode/op.h"
+#include "reference/detail.h"
+#include "reference/reference.h"
+
+namespace gdn::ref {
+
+using detail::Mat;
+using detail::Vec;
+
+StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int threads) {
+  if (s.op == OpKind::prefill) throw std::invalid_argument("ref::step handles decode and mtp, not prefill");
+  const detail::Dims d(s);
+  const int64_t B = s.batch, P = s.pool_slots(), KV = d.state_size();
+  const int T = s.op == OpKind::mtp ? s.tokens : 1;
+  const bool cache = s.op == OpKind::mtp && s.cache_intermediate;
+  const auto heads = detail::resolve_heads(sel.heads, d.HV);
+  const auto rows = detail::resolve_items(sel.seqs, B, "row");
+
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  StepResult r;
+  r.o.assign(size_t(B * T * d.HV * d.V), nan);
+  r.state.assign(size_t(B * d.HV * KV), nan);
+  if (cache) r.intermediate.assign(size_t(B * T * d.HV * KV), nan);
+
+  const Tensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v"), &pool = in.at("pool"), &idx = in.at("indices");
+  if (idx.spec.dtype != DType::i32 && idx.spec.dtype != DType::i64)
+    throw std::invalid_argument("indices must be i32 or i64 (got " + std::string(to_string(idx.spec.dtype)) + ")");
+
+  const int64_t tasks = int64_t(rows.size()) * int64_t(heads.size());
+  detail::parallel_for(tasks, threads, [&](int64_t task) {
+    const int64_t b = rows[size_t(task / int64_t(heads.size()))];
+    const int h = heads[size_t(task % int64_t(heads.size()))], hk = h / d.group;
+    const int64_t slot = decode::Args::slot_at(idx.data, idx.spec.dtype, b);
+    if (slot == -1) {  // padding row: zero outputs, no state
+      for (int t = 0; t < T; ++t) {
+        const int64_t row = b * T + t;
+        std::fill_n(r.o.data() + (row * d.HV + h) * d.V, d.V, 0.0);
+        if (cache) std::fill_n(r.intermediate.data() + (row * d.HV + h) * KV, KV, 0.0);
+      }
+      return;
+    }
+    if (slot < 0 || slot >= P)
+      throw std::out_of_range("row " + std::to_string(b) + " names pool slot " + std::to_string(slot) +
+                              " outside 0.." + std::to_string(P - 1));
+    Mat S = detail::load_state(pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
+    Vec qt(d.K), kt(d.K), vt(d.V), o(d.V), p(d.V), delta(d.V);
+    for (int t = 0; t < T; ++t) {
+      const int64_t row = b * T + t;  // token row of q, k, v, gate and o
+      detail::load_qk(q, d, row, hk, qt.data());
+      detail::load_qk(k, d, row, hk, kt.data());
+      detail::load_into(v, (row * d.HV + h) * d.V, d.V, vt.data());
+      const GateValue gate = gate_at(s, in, row, h);
+      detail::recurrent_token(S, qt, kt, vt, gate.g, gate.beta, d.scale, o, p, delta);
+      std::copy(o.data(), o.data() + d.V, r.o.data() + (row * d.HV + h) * d.V);
+      if (cache) detail::store_state(S, s.layout, r.intermediate.data() + (row * d.HV + h) * KV);
+    }
+    detail::store_state(S, s.layout, r.state.data() + (b * d.HV + h) * KV);
+  });
+  return r;
+}
+
+}  // namespace gdn::ref

@@ -16,7 +16,7 @@ struct CaseSpec {
   std::string name;          // from the config, or "<op>#<index>"
   OpKind op = OpKind::prefill;
   std::string variant_glob = "*";
-  std::vector<Shape> shapes;  // cartesian product of the case's axes, in file order
+  std::vector<Shape> shapes;  // cartesian product of the case's axes, in the axis order of case_keys()
   uint64_t seed = 0;
   std::optional<double> threshold_pct;  // compare threshold override for this case
   std::optional<int> verify_heads;      // sample this many value heads when verifying (0 = all)

@@ -40,6 +40,12 @@ struct OpDef {
 const OpDef& op_def(OpKind);
 const std::vector<const OpDef*>& all_ops();
 
+// The three definitions (kernels/<op>/op.cpp). Declared here so those namespace-scope consts get
+// external linkage (a const without a prior extern declaration is local to its file).
+extern const OpDef kPrefillOp;
+extern const OpDef kDecodeOp;
+extern const OpDef kMtpOp;
+
 // Shared model pieces (SPEC section 5), used by the three op definitions.
 double state_elems_per_slot(const Shape& s);  // HV * K * V
 

@@ -1,1 +1,130 @@
-// placeholder: filled in by its owner
+// The terminal view of a run: one aligned table per op, skips and failures summarised below.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+#include "report/report.h"
+#include "report/text_table.h"
+
+namespace gdn {
+namespace {
+
+using Align = TextTable::Align;
+
+std::string fixed_or_blank(double v, const char* spec) {
+  return std::isfinite(v) ? fmt::format(fmt::runtime(spec), v) : "";
+}
+
+std::string noise_cell(const CaseRecord& r) {
+  if (!r.timed) return "";
+  const double n = r.timing.stats.noise;
+  if (std::isinf(n)) return "inf";
+  return fixed_or_blank(n * 100, "{:.2f}%");
+}
+
+double worst_rel_l2(const Verification& v) {
+  double worst = kNaN;
+  for (const auto& c : v.checks)
+    if (std::isfinite(c.rel_l2) && !(c.rel_l2 <= worst)) worst = c.rel_l2;
+  return worst;
+}
+
+std::string verify_cell(const Verification& v) {
+  if (!v.ran) return "skip";
+  return v.pass ? "PASS" : "FAIL";
+}
+
+std::string status_cell(const CaseRecord& r) {
+  std::string s(to_string(r.status));
+  if (r.timed && !r.timing.converged && !r.timing.stop_reason.empty()) s += " (" + r.timing.stop_reason + ")";
+  if (r.throttled) s += " throttled";
+  return s;
+}
+
+// The table already names the op, so "decode/cpu" shows as "cpu".
+std::string short_variant(const CaseRecord& r) {
+  const std::string prefix = r.op() + "/";
+  return r.variant.rfind(prefix, 0) == 0 ? r.variant.substr(prefix.size()) : r.variant;
+}
+
+// Why a failed check failed, in one line.
+std::string check_failure(const TensorCheck& c) {
+  std::string s = fmt::format("{}: rel_l2 {} (tolerance {})", c.tensor, fixed_or_blank(c.rel_l2, "{:.2e}"),
+                              fixed_or_blank(c.tolerance, "{:.1e}"));
+  if (c.nonfinite) s += fmt::format(", {} non-finite", c.nonfinite);
+  if (c.unwritten) s += fmt::format(", {} unwritten", c.unwritten);
+  if (c.untouched_diff) s += fmt::format(", {} changed in untouched slots", c.untouched_diff);
+  return s;
+}
+
+// Kernel names can be long template signatures; the start says which kernel it is.
+std::string stage_name(std::string name) {
+  constexpr std::size_t kMaxStageName = 60;
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);
+  if (name.size() > kMaxStageName) name = name.substr(0, kMaxStageName - 3) + "...";
+  return name;
+}
+
+void add_case(TextTable& t, const CaseRecord& r, bool breakdown) {
+  const bool timed = r.timed;
+  t.row({short_variant(r), r.shape_key(), timed ? format_seconds(r.timing.stats.median) : "", noise_cell(r),
+         fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"), fixed_or_blank(r.roofline_pct, "{:.1f}"),
+         verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)});
+  for (const auto& c : r.verify.checks)
+    if (r.verify.ran && !c.pass) t.line("    FAIL " + check_failure(c));
+  if (r.status == CaseStatus::error && !r.reason.empty()) t.line("    error: " + r.reason);
+  // Stages as rows of their own, so their medians line up under the case's median.
+  if (breakdown && timed)
+    for (const auto& k : r.timing.kernels)
+      t.row({"", fmt::format("  - {} ({:.1f}%)", stage_name(k.name), k.share * 100), format_seconds(k.median_s)});
+}
+
+// "sm100 x12: needs sm_100" (one line per distinct variant and reason).
+std::string skipped_lines(const std::vector<const CaseRecord*>& skipped) {
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, int> count;
+  for (const auto* r : skipped) {
+    auto key = std::make_pair(short_variant(*r), r->reason);
+    if (count[key]++ == 0) order.push_back(key);
+  }
+  std::string out = fmt::format("  skipped ({}):\n", skipped.size());
+  for (const auto& key : order)
+    out += fmt::format("    {} x{}: {}\n", key.first, count[key], key.second.empty() ? "(no reason given)" : key.second);
+  return out;
+}
+
+}  // namespace
+
+std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown) {
+  std::string out;
+  for (OpKind op : {OpKind::prefill, OpKind::decode, OpKind::mtp}) {
+    std::vector<const CaseRecord*> shown, skipped;
+    for (const auto& r : cases)
+      if (r.shape.op == op) (r.status == CaseStatus::skipped ? skipped : shown).push_back(&r);
+    if (shown.empty() && skipped.empty()) continue;
+
+    if (!out.empty()) out += "\n";
+    out += fmt::format("{} ({} case{}, {} skipped)\n", to_string(op), shown.size(), shown.size() == 1 ? "" : "s",
+                       skipped.size());
+    if (!shown.empty()) {
+      TextTable t;
+      t.column("variant");
+      t.column("shape");
+      t.column("median", Align::right);
+      t.column("noise", Align::right);
+      t.column("TFLOPS", Align::right);
+      t.column("TB/s", Align::right);
+      t.column("roof%", Align::right);
+      t.column("verify");
+      t.column("rel-L2", Align::right);
+      t.column("status");
+      for (const auto* r : shown) add_case(t, *r, breakdown);
+      out += t.render("  ");
+    }
+    if (!skipped.empty()) out += skipped_lines(skipped);
+  }
+  return out;
+}
+
+}  // namespace gdn

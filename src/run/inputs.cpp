@@ -1,1 +1,254 @@
-// placeholder: filled in by its owner
+// Seeded input generation (SPEC section 3).
+//
+// Every value is a pure function of (seed, tensor name, element index): a counter-based hash
+// (splitmix64 finaliser over a per-tensor key and the index) gives two uniforms, Box-Muller turns
+// them into one N(0,1) draw in double, and the result is rounded once to the tensor's dtype.
+// Any sub-range can therefore be regenerated bit for bit, in any order, on any thread.
+//
+// Distributions (x ~ N(0,1) per element, HV value heads, "late heads" = h >= ceil(0.75 HV)):
+//   q, k      N(0,1); positive_keys: uniform [0,1) (times 1 - 2^-8, so bf16 rounding stays below 1)
+//   v         N(0,1)
+//   h0, pool  N(0,1), rounded to the tensor dtype (bf16 pools hold bf16 values)
+//   g         standard: logsigmoid(x) / 16, late heads exactly 0 (25 % no-decay heads)
+//             strong_decay: -A_h * softplus(0.5 x + 1), A_h ~ U[0,16] per head, A_0 = 0
+//             no_decay: 0; beta_one and positive_keys use the standard g
+//   beta      sigmoid(x); beta_one: exactly 1
+//   raw gate (gate: raw):
+//   A_log     standard: log(U[1/16, 1]) per head, late heads -inf (exp(A_log) = 0: no decay)
+//             strong_decay: log(A_h) with the A_h above (head 0: -inf); no_decay: -inf everywhere
+//   a         N(0,1) (bf16)
+//   dt_bias   0.5 x - 2 (fp32)
+//   b         N(0,1) (bf16); beta_one: 100 (sigmoid(100) == 1 in fp32)
+//   cu_seqlens  int32 prefix sums of the sequence lengths, cu[0] = 0
+//   indices   make_indices(): identity i; random B distinct slots of [0, P); padded as random
+//             with every 8th row (i % 8 == 7) = -1; high the top B slots P-1, P-2, ... shuffled
+// A_h is one per-head stream shared by g and A_log, so both gate forms describe the same decays.
+#include "run/inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+#include <exception>
+#include <string>
+#include <thread>
+#include <unordered_map>
+
+#include "core/half.h"
+
+namespace gdn {
+namespace {
+
+constexpr double kTwoPi = 6.283185307179586476925;
+// positive_keys draws are scaled by 1 - 2^-8 so rounding to bf16 (or f16) never reaches 1.
+constexpr double kBelowOne = 1.0 - 0x1.0p-8;
+
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// One independent counter-based stream per (seed, name).
+class Stream {
+ public:
+  Stream(uint64_t seed, const std::string& name) : key_(mix64(mix64(seed) ^ fnv1a(name))) {}
+  uint64_t bits(int64_t i, int lane = 0) const {
+    return mix64(key_ ^ mix64(uint64_t(i) * 2 + uint64_t(lane)));
+  }
+  // Uniform in [0, 1).
+  double uniform(int64_t i, int lane = 0) const { return double(bits(i, lane) >> 11) * 0x1.0p-53; }
+  double normal(int64_t i) const {
+    double u1 = double((bits(i, 0) >> 11) + 1) * 0x1.0p-53;  // (0, 1]: log never sees 0
+    double u2 = uniform(i, 1);
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * u2);
+  }
+
+ private:
+  uint64_t key_;
+};
+
+double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double logsigmoid(double x) { return x >= 0 ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
+
+// First value head of the no-decay quarter: ceil(0.75 HV).
+int first_still_head(int hv) { return (3 * hv + 3) / 4; }
+
+// A_h ~ U[0,16] of the strong_decay distribution; head 0 never decays.
+double strong_decay_rate(uint64_t seed, int head) {
+  if (head == 0) return 0.0;
+  return 16.0 * Stream(seed, "#strong_decay_rate").uniform(head);
+}
+
+// Rounds to the tensor dtype through fp32 (what a device-side cast from fp32 would give).
+void store_float(DType d, void* dst, int64_t i, double x) {
+  if (d == DType::f32) static_cast<float*>(dst)[i] = float(x);
+  else static_cast<uint16_t*>(dst)[i] = float_to_half(d, float(x));
+}
+
+void store_int(DType d, void* dst, int64_t i, int64_t x) {
+  if (d == DType::i32) static_cast<int32_t*>(dst)[i] = int32_t(x);
+  else if (d == DType::i64) static_cast<int64_t*>(dst)[i] = x;
+  else throw std::invalid_argument("integer fill needs an i32 or i64 tensor (got " + std::string(to_string(d)) + ")");
+}
+
+// Value of element i of a float tensor.
+double float_value(const Shape& s, const TensorSpec& spec, const Stream& st, uint64_t seed, int64_t i) {
+  const int hv = s.h_v;
+  const int head = int(i % hv);  // gate tensors are [.., HV]
+  switch (spec.fill) {
+    case Fill::qk: return s.inputs == InputDist::positive_keys ? kBelowOne * st.uniform(i) : st.normal(i);
+    case Fill::v:
+    case Fill::state:
+    case Fill::raw_a: return st.normal(i);
+    case Fill::log_gate:
+      switch (s.inputs) {
+        case InputDist::no_decay: return 0.0;
+        case InputDist::strong_decay: return -strong_decay_rate(seed, head) * softplus(0.5 * st.normal(i) + 1.0);
+        default: return head >= first_still_head(hv) ? 0.0 : logsigmoid(st.normal(i)) / 16.0;
+      }
+    case Fill::beta: return s.inputs == InputDist::beta_one ? 1.0 : sigmoid(st.normal(i));
+    case Fill::a_log:
+      switch (s.inputs) {
+        case InputDist::no_decay: return -INFINITY;
+        case InputDist::strong_decay: return std::log(strong_decay_rate(seed, int(i)));  // log 0 = -inf
+        default: return int(i) >= first_still_head(hv) ? -INFINITY : std::log(1.0 / 16.0 + (15.0 / 16.0) * st.uniform(i));
+      }
+    case Fill::dt_bias: return 0.5 * st.normal(i) - 2.0;
+    case Fill::raw_b: return s.inputs == InputDist::beta_one ? 100.0 : st.normal(i);
+    default: break;
+  }
+  throw std::logic_error("fill kind of tensor '" + spec.name + "' is not a float distribution");
+}
+
+bool is_float(DType d) { return d == DType::f32 || d == DType::bf16 || d == DType::f16; }
+
+void check_range(const TensorSpec& spec, int64_t begin, int64_t end) {
+  if (begin < 0 || end < begin || end > spec.numel())
+    throw std::out_of_range("fill range [" + std::to_string(begin) + ", " + std::to_string(end) + ") outside tensor '" +
+                            spec.name + "' of " + std::to_string(spec.numel()) + " elements");
+}
+
+int64_t random_below(const Stream& st, int64_t i, uint64_t n) {
+  return int64_t((static_cast<unsigned __int128>(st.bits(i)) * n) >> 64);
+}
+
+}  // namespace
+
+void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int64_t begin, int64_t end) {
+  check_range(spec, begin, end);
+  switch (spec.fill) {
+    case Fill::none: return;  // outputs: the caller poisons them
+    case Fill::cu_seqlens: {
+      if (spec.numel() != int64_t(s.seqlens.size()) + 1)
+        throw std::invalid_argument("cu_seqlens has " + std::to_string(spec.numel()) + " elements, expected " +
+                                    std::to_string(s.seqlens.size() + 1));
+      int64_t acc = 0;
+      for (int64_t i = 0; i < end; ++i) {
+        if (i >= begin) store_int(spec.dtype, dst, i, acc);
+        if (i < int64_t(s.seqlens.size())) acc += s.seqlens[size_t(i)];
+      }
+      return;
+    }
+    case Fill::indices: {
+      auto idx = make_indices(s, seed);
+      if (spec.numel() != int64_t(idx.size()))
+        throw std::invalid_argument("indices has " + std::to_string(spec.numel()) + " elements, expected batch " +
+                                    std::to_string(idx.size()));
+      for (int64_t i = begin; i < end; ++i) store_int(spec.dtype, dst, i, idx[size_t(i)]);
+      return;
+    }
+    default: break;
+  }
+  if (!is_float(spec.dtype))
+    throw std::invalid_argument("tensor '" + spec.name + "' has dtype " + std::string(to_string(spec.dtype)) +
+                                " but its fill needs a float dtype");
+  const Stream st(seed, spec.name);
+  for (int64_t i = begin; i < end; ++i) store_float(spec.dtype, dst, i, float_value(s, spec, st, seed, i));
+}
+
+void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int threads) {
+  const int64_t n = spec.numel();
+  // Integer tensors are small and computed as a whole (make_indices runs once).
+  if (spec.fill == Fill::none || spec.fill == Fill::cu_seqlens || spec.fill == Fill::indices || n < (1 << 16)) {
+    fill_input_range(s, spec, dst, seed, 0, n);
+    return;
+  }
+  int64_t workers = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min<int64_t>(workers, n / (1 << 15));
+  std::vector<std::thread> pool;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  for (int64_t w = 0; w < workers; ++w) {
+    int64_t b = n * w / workers, e = n * (w + 1) / workers;
+    pool.emplace_back([&, w, b, e] {
+      try {
+        fill_input_range(s, spec, dst, seed, b, e);
+      } catch (...) {
+        errors[size_t(w)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+std::vector<int64_t> make_indices(const Shape& s, uint64_t seed) {
+  const int64_t B = s.batch, P = s.pool_slots();
+  if (B < 0 || P < B)
+    throw std::invalid_argument("pool of " + std::to_string(P) + " slots cannot give " + std::to_string(B) +
+                                " rows distinct slots");
+  std::vector<int64_t> out(static_cast<size_t>(B));
+  const Stream st(seed, "#indices");
+  switch (s.indices) {
+    case IndexPattern::identity: std::iota(out.begin(), out.end(), int64_t{0}); break;
+    case IndexPattern::random:
+    case IndexPattern::padded: {
+      // Partial Fisher-Yates over [0, P) with only the displaced slots stored: O(B) for any P.
+      std::unordered_map<int64_t, int64_t> moved;
+      moved.reserve(size_t(2 * B));
+      auto at = [&](int64_t i) {
+        auto it = moved.find(i);
+        return it == moved.end() ? i : it->second;
+      };
+      for (int64_t i = 0; i < B; ++i) {
+        int64_t j = i + random_below(st, i, uint64_t(P - i));
+        int64_t vi = at(i), vj = at(j);
+        moved[j] = vi;
+        out[size_t(i)] = vj;
+      }
+      if (s.indices == IndexPattern::padded)
+        for (int64_t i = 7; i < B; i += 8) out[size_t(i)] = -1;
+      break;
+    }
+    case IndexPattern::high: {
+      for (int64_t i = 0; i < B; ++i) out[size_t(i)] = P - 1 - i;
+      for (int64_t i = B - 1; i > 0; --i) std::swap(out[size_t(i)], out[size_t(random_below(st, i, uint64_t(i + 1)))]);
+      break;
+    }
+  }
+  return out;
+}
+
+void poison(const TensorSpec& spec, void* dst) {
+  const int64_t n = spec.numel();
+  if (spec.dtype == DType::f32) std::fill_n(static_cast<uint32_t*>(dst), n, kPoison32);
+  else if (spec.dtype == DType::bf16 || spec.dtype == DType::f16) std::fill_n(static_cast<uint16_t*>(dst), n, kPoison16);
+  // Integer tensors have no NaN; they are never outputs.
+}
+
+bool is_poison(const TensorSpec& spec, const void* data, int64_t i) {
+  if (spec.dtype == DType::f32) return static_cast<const uint32_t*>(data)[i] == kPoison32;
+  if (spec.dtype == DType::bf16 || spec.dtype == DType::f16) return static_cast<const uint16_t*>(data)[i] == kPoison16;
+  return false;
+}
+
+}  // namespace gdn

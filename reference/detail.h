@@ -1,0 +1,55 @@
+// Private helpers shared by the reference implementations (not part of the public interface).
+#pragma once
+
+#include <Eigen/Dense>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "reference/reference.h"
+
+namespace gdn::ref::detail {
+
+using Mat = Eigen::MatrixXd;  // the state S is K x V, column-major (= the vk memory order)
+using Vec = Eigen::VectorXd;
+
+// Head geometry and per-token options of a shape.
+struct Dims {
+  int H, HV, K, V, group;
+  double scale;
+  bool l2norm;
+  explicit Dims(const Shape& s);
+  int64_t state_size() const { return int64_t(K) * V; }
+};
+
+// n elements of a float tensor starting at `offset`, widened to double.
+void load_into(const Tensor& t, int64_t offset, int n, double* dst);
+// x / sqrt(sum x^2 + 1e-6), as the kernels' in-kernel L2 norm.
+void l2normalize(double* x, int n);
+// q or k of token row `row` and q/k head `hk`, normalised when the shape asks for it.
+void load_qk(const Tensor& t, const Dims& d, int64_t row, int hk, double* dst);
+
+// State of K x V elements stored at `offset` of `t` in `layout`.
+Mat load_state(const Tensor& t, int64_t offset, Layout layout, int K, int V);
+// Writes S into a result array in `layout`.
+void store_state(const Mat& S, Layout layout, double* dst);
+
+// One token of the recurrence (SPEC section 1): S <- e^g S; d = beta (v - S^T k);
+// S <- S + k d^T; o = scale S^T q. p and d are scratch vectors of size V.
+void recurrent_token(Mat& S, const Vec& q, const Vec& k, const Vec& v, double g, double beta, double scale, Vec& o,
+                     Vec& p, Vec& d);
+
+// The selected heads / items (sorted, checked against the bounds), all when the list is empty.
+std::vector<int> resolve_heads(const std::vector<int>& heads, int HV);
+std::vector<int64_t> resolve_items(const std::vector<int64_t>& items, int64_t n, const char* what);
+
+// Start offsets of the packed sequences (N + 1 entries), from Shape::seqlens; checked against
+// the cu_seqlens tensor when it is present.
+std::vector<int64_t> sequence_starts(const Shape& s, const TensorSet& in);
+
+// Runs f(0) .. f(n-1) on up to `threads` std::threads (0 = all cores); rethrows the first error.
+void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& f);
+
+}  // namespace gdn::ref::detail
