@@ -31,7 +31,7 @@ std::string Shape::key() const {
   std::string k = fmt::format("h{}/{} d{}x{}", h_qk, h_v, dk, dv);
   switch (op) {
     case OpKind::prefill:
-      k += fmt::format(" seq={}{}", seqlens_label(), has_h0 ? "" : " no_h0");
+      k += fmt::format(" seq={} layout={}{}", seqlens_label(), to_string(layout), has_h0 ? "" : " no_h0");
       if (seqlens.size() > 8) {
         // Long explicit lists: include a checksum so different lists never share a key.
         uint64_t h = 1469598103934665603ull;

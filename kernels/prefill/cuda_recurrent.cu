@@ -1,0 +1,64 @@
+// prefill/cuda_recurrent: the plain token recurrence on CUDA cores, the baseline every chunked
+// prefill variant must beat. One block per (sequence, value head, 32 value columns) walks its
+// sequence token by token with its K x 32 state slice in shared memory. The grid needs no host
+// copy of cu_seqlens: each block reads its own sequence bounds.
+#include <fmt/format.h>
+
+#include "common/state_tile.cuh"
+#include "core/registry.h"
+#include "prefill/op.h"
+
+namespace gdn {
+namespace {
+
+using namespace dev;
+
+template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurrent_kernel(prefill::Args a) {
+  __shared__ TileSmem sm;
+  const int64_t n = blockIdx.x;  // sequence
+  const int h = blockIdx.y;      // value head
+  const int hk = h / (a.HV / a.H);
+  const TileGeom tile = tile_geom(a.K, a.V, a.layout);
+  const int64_t head_state = (n * a.HV + h) * a.K * a.V;
+  const In* q = reinterpret_cast<const In*>(a.q);
+  const In* k = reinterpret_cast<const In*>(a.k);
+  const In* v = reinterpret_cast<const In*>(a.v);
+  In* o = reinterpret_cast<In*>(a.o);
+
+  load_state_tile(sm, a.h0 ? a.h0 + head_state : nullptr, tile);
+  const int64_t end = a.cu_seqlens[n + 1];
+  for (int64_t t = a.cu_seqlens[n]; t < end; ++t) {
+    const int64_t qk_row = (t * a.H + hk) * a.K, v_row = (t * a.HV + h) * a.V;
+    load_token(sm, q + qk_row, k + qk_row, v + v_row, tile);
+    __syncthreads();
+    const float out = recurrent_step(sm, a.K, gate_at(a.gate, t, a.HV, h), a.l2norm, a.scale);
+    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = from_float<In>(out);
+  }
+  store_state_tile(sm, a.ht + head_state, tile);
+}
+
+// The state never leaves fp32 (SPEC section 4, "fp32 path"); o stays at the bf16 default.
+constexpr double kStateTolerance = 1e-4;
+
+std::string supports(const Shape& s) {
+  if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
+  if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
+  return "";
+}
+
+void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
+  const prefill::Args a = prefill::make_args(s, t, nullptr);
+  const dim3 grid(unsigned(a.N), unsigned(a.HV), unsigned((a.V + kTileV - 1) / kTileV));
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  if (a.input_dtype == DType::f16) prefill_recurrent_kernel<__half><<<grid, kThreads, 0, stream>>>(a);
+  else prefill_recurrent_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(a);
+  GDN_CUDA_CHECK(cudaGetLastError());
+}
+
+const VariantRegistration kRegistration{Variant{
+    "prefill/cuda_recurrent", OpKind::prefill, Backend::cuda, 75, 1000,
+    "token recurrence on CUDA cores, one block per (sequence, head, 32 value columns); simple baseline",
+    supports, launch, {{"ht", kStateTolerance}}, false}};
+
+}  // namespace
+}  // namespace gdn

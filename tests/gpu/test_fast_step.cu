@@ -1,0 +1,179 @@
+// decode/fast and mtp/fast beyond the shared variant suite (test_variants.cpp runs only the tile
+// depth choose_config picks): every depth of both layouts and pool dtypes against the fp64
+// reference, on token counts that need several staging rounds and gates past lane 31, padding
+// rows with the cache, strong decay (the lazy-decay fold) and 32-bit indices; plus the host-side
+// rules (what is supported, which depth is chosen). GPU cases skip without a device.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/step_launch.cuh"
+#include "core/op.h"
+#include "core/registry.h"
+#include "reference/reference.h"
+#include "run/backend.h"
+#include "run/problem.h"
+#include "run/verify.h"
+
+namespace gdn {
+namespace {
+
+constexpr uint64_t kSeed = 77031;
+
+Shape step_shape(OpKind op, int64_t batch, int tokens, int h_qk, int h_v, Layout layout, DType state) {
+  Shape s;
+  s.op = op;
+  s.batch = batch;
+  s.tokens = tokens;
+  s.h_qk = h_qk, s.h_v = h_v;
+  s.dk = s.dv = 128;
+  s.layout = layout;
+  s.state_dtype = state;
+  return s;
+}
+
+struct DepthCase {
+  std::string label;
+  Shape shape;
+  int depth;
+};
+
+std::vector<int> depths_of(Layout layout, DType state) {
+  if (layout == Layout::vk) return {1, 2, 4};
+  return state == DType::f32 ? std::vector<int>{2, 4} : std::vector<int>{2};
+}
+
+std::vector<DepthCase> depth_cases() {
+  std::vector<DepthCase> out;
+  for (Layout layout : {Layout::vk, Layout::kv})
+    for (DType state : {DType::f32, DType::bf16}) {
+      const std::string tag = std::string(to_string(layout)) + "_" + std::string(to_string(state));
+      std::vector<std::pair<std::string, Shape>> shapes;
+      Shape d = step_shape(OpKind::decode, 5, 1, 2, 8, layout, state);  // padded rows, i32, raw gate
+      d.gate = GateForm::raw;
+      d.index_dtype = DType::i32;
+      d.indices = IndexPattern::padded;
+      d.pool = 12;
+      shapes.push_back({"decode_raw_padded_i32", d});
+      Shape m = step_shape(OpKind::mtp, 3, 20, 2, 4, layout, state);  // two staging rounds, V = 64
+      m.dv = 64;
+      m.cache_intermediate = true;
+      m.indices = IndexPattern::padded;
+      m.pool = 7;
+      shapes.push_back({"mtp_t20_cache_padded_v64", m});
+      Shape r = step_shape(OpKind::mtp, 2, 40, 1, 4, layout, state);  // gates of tokens >= 32
+      r.dv = 32;
+      r.cache_intermediate = true;
+      r.update_state = false;
+      r.inputs = InputDist::strong_decay;
+      shapes.push_back({"mtp_t40_cache_read_only_strong_decay_v32", r});
+      for (const auto& [label, s] : shapes)
+        for (int depth : depths_of(layout, state))
+          out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
+    }
+  return out;
+}
+
+class FastDepths : public testing::TestWithParam<DepthCase> {
+ protected:
+  static void SetUpTestSuite() { backend_ = make_cuda_backend(0, &why_no_device_); }
+  static void TearDownTestSuite() { backend_.reset(); }
+  static std::unique_ptr<ExecBackend> backend_;
+  static std::string why_no_device_;
+};
+std::unique_ptr<ExecBackend> FastDepths::backend_;
+std::string FastDepths::why_no_device_;
+
+TEST_P(FastDepths, MatchesReference) {
+  const DepthCase& c = GetParam();
+  ASSERT_EQ(op_def(c.shape.op).validate(c.shape), "") << c.shape.key();
+  ASSERT_EQ(fast::step_support(c.shape), "") << c.shape.key();
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  const Variant* v = Registry::instance().find(c.shape.op == OpKind::mtp ? "mtp/fast" : "decode/fast");
+  ASSERT_NE(v, nullptr);
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << v->name << " cannot run here: " << why;
+
+  Problem p(c.shape, *backend_, kSeed);
+  p.reset_device();
+  const decode::Args a = decode::make_args(c.shape, p.device());
+  fast::launch_step(a, fast::StepConfig{c.depth}, static_cast<cudaStream_t>(backend_->launch_context().stream));
+  backend_->synchronize();
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  p.download();
+  const Verification r = check_outputs(p, effective_tolerances(c.shape, fast::step_fast_tolerances()), {}, 0);
+  std::string detail;
+  for (const auto& t : r.checks)
+    detail += "\n  " + t.tensor + (t.pass ? " pass" : " FAIL") + " rel_l2 " + std::to_string(t.rel_l2) +
+              " unwritten " + std::to_string(t.unwritten) + " nonfinite " + std::to_string(t.nonfinite) +
+              " untouched_diff " + std::to_string(t.untouched_diff);
+  EXPECT_FALSE(r.checks.empty());
+  EXPECT_TRUE(r.pass) << c.label << detail;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, FastDepths, testing::ValuesIn(depth_cases()),
+                         [](const testing::TestParamInfo<DepthCase>& info) { return info.param.label; });
+
+// ---- host-side rules (no device needed) ----------------------------------------------------
+
+TEST(FastStep, SupportsOnlyWhatTheKernelsHandle) {
+  Shape s = step_shape(OpKind::mtp, 2, 64, 2, 4, Layout::vk, DType::bf16);
+  s.dv = 64;
+  EXPECT_EQ(fast::step_support(s), "");
+  Shape f16 = s;
+  f16.input_dtype = DType::f16;
+  EXPECT_NE(fast::step_support(f16), "");
+  Shape k64 = s;
+  k64.dk = 64;
+  EXPECT_NE(fast::step_support(k64), "");
+  Shape v40 = s;
+  v40.dv = 40;
+  EXPECT_NE(fast::step_support(v40), "");
+  Shape t65 = s;
+  t65.tokens = 65;
+  EXPECT_NE(fast::step_support(t65), "");
+}
+
+decode::Args args_of(int64_t batch, int h_v, Layout layout, DType state) {
+  decode::Args a;
+  a.B = batch, a.HV = h_v, a.H = h_v / 2, a.K = a.V = 128;
+  a.layout = layout, a.state_dtype = state;
+  return a;
+}
+
+TEST(FastStep, DepthFollowsTheNumberOfHeads) {
+  using fast::choose_config;
+  EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::f32)).depth, 1);
+  EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::bf16)).depth, 2);
+  EXPECT_EQ(choose_config(args_of(8, 32, Layout::vk, DType::f32)).depth, 2);
+  EXPECT_EQ(choose_config(args_of(16, 32, Layout::vk, DType::f32)).depth, 4);
+  EXPECT_EQ(choose_config(args_of(256, 32, Layout::vk, DType::bf16)).depth, 4);
+  EXPECT_EQ(choose_config(args_of(1, 32, Layout::kv, DType::f32)).depth, 2);
+  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::f32)).depth, 4);
+  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::bf16)).depth, 2);
+}
+
+TEST(FastStep, RejectsUnknownDepthsAndSkipsEmptyBatches) {
+  decode::Args a = args_of(1, 32, Layout::vk, DType::f32);
+  EXPECT_THROW(fast::launch_step(a, fast::StepConfig{3}, nullptr), std::runtime_error);
+  a.layout = Layout::kv;
+  EXPECT_THROW(fast::launch_step(a, fast::StepConfig{1}, nullptr), std::runtime_error);
+  a.B = 0;  // nothing to launch, so nothing to fail
+  EXPECT_NO_THROW(fast::launch_step(a, fast::StepConfig{3}, nullptr));
+}
+
+TEST(FastStep, BothVariantsAreRegisteredForAmpereAndNewer) {
+  for (const char* name : {"decode/fast", "mtp/fast"}) {
+    const Variant* v = Registry::instance().find(name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->backend, Backend::cuda);
+    EXPECT_EQ(v->min_arch, 80);
+    EXPECT_FALSE(v->test_only);
+    EXPECT_FALSE(v->tolerances.empty());
+  }
+}
+
+}  // namespace
+}  // namespace gdn
