@@ -5,3 +5,14 @@
 gdn_add_variant(kernels/prefill/cpu.cpp)
 gdn_add_variant(kernels/decode/cpu.cpp)
 gdn_add_variant(kernels/mtp/cpu.cpp)
+
+# Simple CUDA baselines (token recurrence on CUDA cores, any GPU from Turing on).
+gdn_add_variant(kernels/prefill/cuda_recurrent.cu ARCHS 75 80 90 100 120)
+gdn_add_variant(kernels/decode/cuda_simple.cu ARCHS 75 80 90 100 120)
+gdn_add_variant(kernels/mtp/cuda_simple.cu ARCHS 75 80 90 100 120)
+gdn_add_variant(kernels/decode/broken.cu TEST_ONLY ARCHS 75 80 90 100 120)
+gdn_add_variant(kernels/decode/cpu_broken.cpp TEST_ONLY)
+
+# Bandwidth-bound production decode / mtp (Ampere and newer: cp.async staging).
+gdn_add_variant(kernels/decode/fast.cu ARCHS 80 90 100 120)
+gdn_add_variant(kernels/mtp/fast.cu ARCHS 80 90 100 120)

@@ -1,1 +1,47 @@
-int main(){return 0;}
+// gdnbench: Gated DeltaNet kernels, verified against an fp64 reference and timed.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "run/runner.h"
+
+namespace {
+void on_sigint(int) {
+  // Second Ctrl-C: leave at once.
+  if (gdn::g_interrupted.exchange(true)) std::_Exit(130);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"gdnbench: Gated DeltaNet (GDN) kernels for prefill, decode and MTP verify,\n"
+               "verified against an fp64 reference and timed (CUPTI on GPUs, host clock on CPUs)."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(GDN_VERSION) + " (" + GDN_GIT_SHA + ")");
+  gdn::cli::Action action;
+  gdn::cli::add_run(app, action, args);
+  gdn::cli::add_verify(app, action, args);
+  gdn::cli::add_list(app, action);
+  gdn::cli::add_plan(app, action);
+  gdn::cli::add_compare(app, action);
+  gdn::cli::add_info(app, action);
+  gdn::cli::add_calibrate(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? gdn::kExitOk : gdn::kExitBadInput;
+  }
+  std::signal(SIGINT, on_sigint);
+  try {
+    return action();
+  } catch (const gdn::Error& e) {
+    fmt::print(stderr, "gdnbench: error: {}\n", e.what());
+    return e.code();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gdnbench: error: {}\n", e.what());
+    return gdn::kExitRuntime;
+  }
+}

@@ -1,1 +1,31 @@
-// placeholder: filled in by its owner
+// decode/cpu: one token per row on the host in fp32, threads over (row, value head); the pool
+// slot is updated in place (fp32) or through an fp32 buffer (bf16). See common/cpu_pool_step.h.
+#include "common/cpu_pool_step.h"
+#include "core/registry.h"
+#include "decode/op.h"
+
+namespace gdn {
+namespace {
+
+void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
+  cpu::pool_step(decode::make_args(s, t), s.input_dtype, ctx.num_threads);
+}
+
+std::string supports(const Shape& s) {
+  if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16) return "inputs must be bf16 or f16";
+  if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16) return "state pool must be f32 or bf16";
+  return "";
+}
+
+VariantRegistration reg{Variant{
+    .name = "decode/cpu",
+    .op = OpKind::decode,
+    .backend = Backend::cpu,
+    .description = "host fp32 state step, threads over (row, value head); any K, V, layout, f32/bf16 pool",
+    .supports = supports,
+    .launch = launch,
+    .tolerances = {},  // pool keeps the op default: a bf16 pool needs it
+}};
+
+}  // namespace
+}  // namespace gdn

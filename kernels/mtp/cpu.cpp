@@ -1,1 +1,31 @@
-// placeholder: filled in by its owner
+// mtp/cpu: T draft tokens per row on the host in fp32, threads over (row, value head), with the
+// optional per-token state cache and read-only pool (update_state off). See common/cpu_pool_step.h.
+#include "common/cpu_pool_step.h"
+#include "core/registry.h"
+#include "mtp/op.h"
+
+namespace gdn {
+namespace {
+
+void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
+  cpu::pool_step(decode::make_args(s, t), s.input_dtype, ctx.num_threads);
+}
+
+std::string supports(const Shape& s) {
+  if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16) return "inputs must be bf16 or f16";
+  if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16) return "state pool must be f32 or bf16";
+  return "";
+}
+
+VariantRegistration reg{Variant{
+    .name = "mtp/cpu",
+    .op = OpKind::mtp,
+    .backend = Backend::cpu,
+    .description = "host fp32 multi-token step, threads over (row, value head); intermediate cache, any layout",
+    .supports = supports,
+    .launch = launch,
+    .tolerances = {},  // pool keeps the op default: a bf16 pool needs it
+}};
+
+}  // namespace
+}  // namespace gdn

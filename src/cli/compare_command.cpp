@@ -1,1 +1,31 @@
-// placeholder: filled in by its owner
+// `compare BASE.json NEW.json`: the regression gate.
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "compare/compare.h"
+#include "core/errors.h"
+
+namespace gdn::cli {
+
+void add_compare(CLI::App& app, Action& action) {
+  static std::string base, next;
+  static double threshold = 5.0;
+  static bool markdown = false;
+  auto* cmd = app.add_subcommand("compare", "Compare two reports; exit 1 on a real regression or a verification failure");
+  cmd->add_option("base", base, "Baseline report (JSON)")->required();
+  cmd->add_option("new", next, "New report (JSON)")->required();
+  cmd->add_option("--threshold", threshold, "Slower/faster threshold, percent (a case's `threshold` overrides)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--markdown", markdown, "Markdown table for pull-request comments");
+  cmd->callback([&action] {
+    action = [] {
+      CompareOptions opt;
+      opt.threshold_pct = threshold;
+      auto r = compare_reports(load_report(base), load_report(next), opt);
+      fmt::print("{}", markdown ? format_compare_markdown(r) : format_compare_table(r));
+      return r.exit_code();
+    };
+  });
+}
+
+}  // namespace gdn::cli

@@ -1,1 +1,127 @@
-// placeholder: filled in by its owner
+// `run` (verify, then time) and `verify` (correctness only).
+#include <fmt/format.h>
+#include <fstream>
+
+#include "cli/commands.h"
+#include "config/config.h"
+#include "core/errors.h"
+#include "device/info.h"
+#include "report/peer_table.h"
+#include "report/report.h"
+#include "run/runner.h"
+
+namespace gdn::cli {
+namespace {
+
+struct RunArgs {
+  std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer, mode = "cold";
+  int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
+  double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
+  bool no_verify = false, breakdown = false, quiet = false;
+  int64_t seed = -1;
+};
+
+void add_common(CLI::App* cmd, RunArgs& a) {
+  cmd->add_option("--config", a.config, "Sweep file (YAML or JSON)")->required();
+  cmd->add_option("--op", a.op, "Only this op")->check(CLI::IsMember({"prefill", "decode", "mtp"}));
+  cmd->add_option("--variant", a.variant, "Only variants matching this glob (e.g. 'decode/*', 'cpu')");
+  cmd->add_option("--json", a.json, "Write the JSON report here (rewritten after every case)");
+  cmd->add_option("--seed", a.seed, "Override every case's seed")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a.threads, "CPU worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--quiet", a.quiet, "No progress line and no tables");
+}
+
+void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
+
+int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
+  auto cfg = load_config(a.config);
+  RunOptions opt;
+  if (!a.op.empty()) opt.op = parse_op(a.op);
+  opt.variant_glob = a.variant;
+  opt.mode = *parse_timing_mode(a.mode);
+  opt.rule.min_samples = a.min_samples;
+  opt.rule.max_samples = a.max_samples;
+  opt.rule.warmup_runs = a.warmup;
+  opt.rule.max_noise = a.max_noise_pct / 100.0;
+  opt.rule.min_time_s = a.min_time;
+  opt.rule.timeout_s = a.timeout;
+  opt.verify = !a.no_verify;
+  opt.time = time;
+  if (a.seed >= 0) opt.seed = uint64_t(a.seed);
+  opt.device = a.device;
+  opt.threads = a.threads;
+  opt.json_path = a.json;
+  opt.resume_path = a.resume;
+  opt.breakdown = a.breakdown;
+  opt.progress = !a.quiet;
+
+  RunReport report;
+  report.tool_version = GDN_VERSION;
+  report.git_sha = GDN_GIT_SHA;
+  report.argv = argv;
+  report.command = time ? "run" : "verify";
+  report.config_path = cfg.path;
+  report.config_hash = cfg.hash;
+  report.mode = time ? a.mode : "none";
+  report.host = query_host();
+  report.devices = query_devices();
+
+  const int rc = run_sweep(cfg, opt, report);
+
+  if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown));
+  if (!a.peer.empty()) fmt::print("{}", format_peer_table(report.cases, load_report(a.peer).cases));
+  if (!a.csv.empty()) write_text(a.csv, format_csv(report.cases));
+  if (!a.gbench.empty()) write_text(a.gbench, to_gbench(report).dump(2) + "\n");
+  if (!a.bigger.empty()) write_text(a.bigger, to_bigger_is_better(report).dump(2) + "\n");
+
+  int ok = 0, skipped = 0, failed = 0, errors = 0;
+  for (auto& r : report.cases) {
+    ok += r.status == CaseStatus::ok;
+    skipped += r.status == CaseStatus::skipped;
+    failed += r.status == CaseStatus::verify_failed;
+    errors += r.status == CaseStatus::error;
+  }
+  fmt::print("{} cases: {} ok, {} skipped, {} failed verification, {} errors{}{}\n", report.cases.size(), ok, skipped,
+             failed, errors, a.json.empty() ? "" : "; report: " + a.json, report.complete ? "" : " (incomplete)");
+  if (g_interrupted) {
+    fmt::print(stderr, "gdnbench: interrupted; the report keeps every finished case\n");
+    return 130;
+  }
+  return rc;
+}
+
+}  // namespace
+
+void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv) {
+  static RunArgs a;
+  auto* cmd = app.add_subcommand("run", "Verify every matching variant on every sweep point, then time it");
+  add_common(cmd, a);
+  cmd->add_option("--csv", a.csv, "Also write a CSV view");
+  cmd->add_option("--gbench", a.gbench, "Also write a Google-Benchmark-shaped JSON (dashboards)");
+  cmd->add_option("--bigger-is-better", a.bigger, "Also write a github-action-benchmark customBiggerIsBetter file");
+  cmd->add_option("--mode", a.mode, "cold: L2/LLC flushed before every sample; hot: no flush; graph: CUDA-graph replay")
+      ->check(CLI::IsMember({"cold", "hot", "graph"}));
+  cmd->add_option("--min-samples", a.min_samples, "Minimum timed samples")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-samples", a.max_samples, "Maximum timed samples")->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", a.warmup, "Untimed warm-up launches")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--max-noise", a.max_noise_pct, "Target relative noise of the median, percent")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--min-time", a.min_time, "Minimum accumulated measured time per case, seconds")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeout", a.timeout, "Wall-clock limit per case, seconds")->check(CLI::PositiveNumber);
+  cmd->add_flag("--no-verify", a.no_verify, "Time without verifying first (not recommended)");
+  cmd->add_flag("--breakdown", a.breakdown, "Show the per-kernel stage breakdown");
+  cmd->add_option("--resume", a.resume, "Skip the cases this report already holds (and keep them)");
+  cmd->add_option("--peer", a.peer, "A peer's report (scripts/peers): show its time beside ours per shape");
+  cmd->callback([&action, argv] { action = [argv] { return execute(a, true, argv); }; });
+}
+
+void add_verify(CLI::App& app, Action& action, const std::vector<std::string>& argv) {
+  static RunArgs a;
+  auto* cmd = app.add_subcommand("verify", "Correctness only: every matching variant against the fp64 reference");
+  add_common(cmd, a);
+  cmd->callback([&action, argv] { action = [argv] { return execute(a, false, argv); }; });
+}
+
+}  // namespace gdn::cli

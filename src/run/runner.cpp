@@ -1,1 +1,185 @@
-// placeholder: filled in by its owner
+#include "run/runner.h"
+
+#include <chrono>
+#include <ctime>
+#include <fmt/format.h>
+#include <set>
+
+#include "core/errors.h"
+#include "core/op.h"
+#include "run/problem.h"
+#include "run/progress.h"
+#include "run/verify.h"
+
+namespace gdn {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+
+struct PlanItem {
+  const CaseSpec* spec;
+  Shape shape;
+  std::size_t point;  // index of the shape within its case (seeds differ per point)
+  const Variant* variant;
+};
+
+bool matches_filter(const Variant& v, const std::string& glob) {
+  if (glob.empty()) return true;
+  auto stem = v.name.substr(v.name.find('/') + 1);
+  return glob_match(glob, v.name) || (glob.find('/') == std::string::npos && glob_match(glob, stem));
+}
+
+std::vector<PlanItem> make_plan(const SweepConfig& cfg, const RunOptions& opt) {
+  std::vector<PlanItem> plan;
+  for (auto& c : cfg.cases) {
+    if (opt.op && c.op != *opt.op) continue;
+    auto variants = Registry::instance().match(c.op, c.variant_glob);
+    for (std::size_t i = 0; i < c.shapes.size(); ++i)
+      for (auto* v : variants)
+        if (matches_filter(*v, opt.variant_glob)) plan.push_back({&c, c.shapes[i], i, v});
+  }
+  return plan;
+}
+
+std::string resume_key(const std::string& variant, const std::string& shape_key, const std::string& mode) {
+  return variant + "|" + shape_key + "|" + mode;
+}
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// Backends are created on first use: a CPU-only sweep never touches CUDA.
+class Backends {
+ public:
+  explicit Backends(const RunOptions& opt) : opt_(opt) {}
+  ExecBackend* get(Backend kind, std::string& why) {
+    if (kind == Backend::cpu) {
+      if (!cpu_) cpu_ = make_cpu_backend(opt_.threads);
+      return cpu_.get();
+    }
+    if (!cuda_tried_) {
+      cuda_tried_ = true;
+      cuda_ = make_cuda_backend(opt_.device, &cuda_why_);
+    }
+    why = cuda_why_;
+    return cuda_.get();
+  }
+
+ private:
+  const RunOptions& opt_;
+  std::unique_ptr<ExecBackend> cpu_, cuda_;
+  bool cuda_tried_ = false;
+  std::string cuda_why_;
+};
+
+void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend, const RunOptions& opt) {
+  auto timer = backend.make_timer(opt.mode);
+  const LaunchContext ctx = backend.launch_context();
+  SampleHooks hooks;
+  hooks.before = backend.before_sample(opt.mode);
+  hooks.launch = [&] { v.launch(p.shape(), p.device(), ctx); };
+  backend.throttled_since_last_check();  // reset the flag for this case
+  r.timing = measure(*timer, hooks, opt.rule);
+  r.timer = timer->name();
+  r.timed = true;
+  r.peak = backend.peak(r.work.bandwidth_bound);
+  r.throttled = backend.throttled_since_last_check();
+  compute_metrics(r);
+}
+
+// Runs one (case point, variant). Returns false when the backend is no longer usable (a CUDA
+// fault poisons the context), so the sweep must stop.
+bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, CaseRecord& r) {
+  auto t0 = std::chrono::steady_clock::now();
+  const Variant& v = *item.variant;
+  r.case_name = item.spec->name;
+  r.variant = v.name;
+  r.shape = item.shape;
+  r.mode = std::string(to_string(opt.mode));
+  r.seed = opt.seed.value_or(item.spec->seed) + item.point;
+  r.threshold_pct = item.spec->threshold_pct;
+  r.work = op_def(item.shape.op).work(item.shape);
+  auto finish = [&](CaseStatus st, std::string reason) {
+    r.status = st;
+    r.reason = std::move(reason);
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+
+  if (auto why = v.supports(item.shape); !why.empty()) return finish(CaseStatus::skipped, why), true;
+  std::string why;
+  ExecBackend* backend = backends.get(v.backend, why);
+  if (!backend) return finish(CaseStatus::skipped, why), true;
+  r.device = backend->device_name();
+  if (auto w = backend->can_run(v); !w.empty()) return finish(CaseStatus::skipped, w), true;
+  const uint64_t need = Problem::footprint(item.shape), have = backend->free_memory();
+  if (need > have)
+    return finish(CaseStatus::skipped,
+                  fmt::format("needs {:.2f} GiB, {:.2f} GiB free", double(need) / (1 << 30), double(have) / (1 << 30))),
+           true;
+  try {
+    Problem p(item.shape, *backend, r.seed, opt.threads);
+    if (opt.verify) {
+      r.verify = verify_problem(v, p, *backend, item.spec->verify_heads, opt.verify_budget, opt.threads);
+      if (!r.verify.pass) return finish(CaseStatus::verify_failed, "verification failed"), true;
+    }
+    if (opt.time) time_case(r, v, p, *backend, opt);
+    finish(CaseStatus::ok, "");
+    return true;
+  } catch (const std::exception& e) {
+    finish(CaseStatus::error, e.what());
+    // Any failure on a CUDA device may have poisoned its context.
+    return backend->kind() != Backend::cuda;
+  }
+}
+
+}  // namespace
+
+int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) {
+  auto plan = make_plan(cfg, opt);
+  if (plan.empty()) throw input_error(fmt::format("{}: no (case, variant) pair matches the filters", cfg.path));
+
+  std::set<std::string> done;
+  if (!opt.resume_path.empty()) {
+    auto old = load_report(opt.resume_path);
+    for (auto& r : old.cases) {
+      if (r.status == CaseStatus::error) continue;  // errors are retried
+      done.insert(resume_key(r.variant, r.shape_key(), r.mode));
+      report.cases.push_back(r);
+    }
+  }
+  if (report.started_at.empty()) report.started_at = now_iso8601();
+  auto save = [&] {
+    if (!opt.json_path.empty()) write_report(opt.json_path, report);
+  };
+
+  Backends backends(opt);
+  Progress progress(plan.size(), opt.progress);
+  bool usable = true, runtime_failure = false, verify_failure = false;
+  for (std::size_t i = 0; i < plan.size() && usable && !g_interrupted; ++i) {
+    const auto& item = plan[i];
+    if (done.count(resume_key(item.variant->name, item.shape.key(), std::string(to_string(opt.mode))))) continue;
+    progress.update(i, fmt::format("{} {}", item.variant->name, item.shape.key()));
+    CaseRecord r;
+    usable = run_one(item, opt, backends, r);
+    runtime_failure = runtime_failure || r.status == CaseStatus::error;
+    verify_failure = verify_failure || r.status == CaseStatus::verify_failed;
+    report.cases.push_back(std::move(r));
+    save();
+  }
+  progress.finish();
+  for (auto& r : report.cases)
+    if (r.timed && !r.peak.kind.empty()) report.calibration[r.peak.kind] = r.peak.value;
+  report.complete = usable && !g_interrupted;
+  report.finished_at = now_iso8601();
+  save();
+  if (runtime_failure) return kExitRuntime;
+  if (verify_failure) return kExitVerifyFailed;
+  return kExitOk;
+}
+
+}  // namespace gdn

@@ -1,1 +1,255 @@
-// placeholder: filled in by its owner
+#include "run/verify.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <unordered_map>
+
+#include "core/errors.h"
+#include "run/inputs.h"
+#include "run/runner.h"
+
+namespace gdn {
+namespace {
+
+// Running totals for one output tensor.
+struct Acc {
+  double diff2 = 0, ref2 = 0, max_abs = 0;
+  int64_t checked = 0, nonfinite = 0, unwritten = 0, exact_diff = 0;
+
+  void add(double x, double r) {
+    if (!std::isfinite(x)) {
+      ++nonfinite;
+      return;
+    }
+    double d = x - r;
+    diff2 += d * d;
+    ref2 += r * r;
+    max_abs = std::max(max_abs, std::fabs(d));
+    ++checked;
+  }
+  // Elements that must be exactly zero (padding rows).
+  void add_zero(double x) {
+    if (x != 0.0) ++exact_diff;
+    ++checked;
+  }
+  TensorCheck finish(const std::string& name, double tol) const {
+    TensorCheck c;
+    c.tensor = name;
+    c.tolerance = tol;
+    c.checked = checked;
+    c.nonfinite = nonfinite;
+    c.unwritten = unwritten;
+    c.untouched_diff = exact_diff;
+    c.max_abs = checked ? max_abs : kNaN;
+    // A zero reference (all-padding output) is compared by its absolute error instead.
+    c.rel_l2 = ref2 > 0 ? std::sqrt(diff2 / ref2) : std::sqrt(diff2);
+    c.pass = checked > 0 && nonfinite == 0 && unwritten == 0 && exact_diff == 0 && c.rel_l2 <= tol;
+    return c;
+  }
+};
+
+// Counts poisoned and non-finite elements over a whole output tensor (selection or not: an
+// element no one wrote is a bug wherever it is).
+void count_unwritten(const Tensor& t, Acc& acc) {
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (is_poison(t.spec, t.data, i)) ++acc.unwritten;
+}
+
+double tol_for(const std::vector<Tolerance>& tols, const std::string& name) {
+  for (auto& t : tols)
+    if (t.tensor == name) return t.rel_l2;
+  return 0.0;  // no threshold means the tensor must match exactly
+}
+
+std::vector<int> heads_of(const Shape& s, const ref::Selection& sel) {
+  if (!sel.heads.empty()) return sel.heads;
+  std::vector<int> all(static_cast<size_t>(s.h_v));
+  for (int h = 0; h < s.h_v; ++h) all[size_t(h)] = h;
+  return all;
+}
+
+std::vector<int64_t> seqs_of(int64_t n, const ref::Selection& sel) {
+  if (!sel.seqs.empty()) return sel.seqs;
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) all[size_t(i)] = i;
+  return all;
+}
+
+std::vector<TensorCheck> check_prefill(const Problem& p, const std::vector<Tolerance>& tols, const ref::Selection& sel,
+                                       int threads) {
+  const Shape& s = p.shape();
+  auto ref = s.total_tokens() * double(s.h_v) * s.dk * s.dv <= 2e8 ? ref::prefill_recurrent(s, p.inputs(), sel, threads)
+                                                                   : ref::prefill_chunked(s, p.inputs(), 64, sel, threads);
+  const auto& o = p.results().at("o");
+  const auto& ht = p.results().at("ht");
+  Acc ao, ah;
+  count_unwritten(o, ao);
+  count_unwritten(ht, ah);
+  const int64_t HV = s.h_v, V = s.dv, S = int64_t(s.dk) * s.dv;
+  std::vector<int64_t> cu{0};
+  for (auto l : s.seqlens) cu.push_back(cu.back() + l);
+  auto heads = heads_of(s, sel);
+  for (int64_t n : seqs_of(int64_t(s.seqlens.size()), sel)) {
+    for (int h : heads) {
+      for (int64_t t = cu[size_t(n)]; t < cu[size_t(n) + 1]; ++t)
+        for (int64_t j = 0; j < V; ++j) {
+          int64_t i = (t * HV + h) * V + j;
+          if (!is_poison(o.spec, o.data, i)) ao.add(ref::load(o, i), ref.o[size_t(i)]);
+        }
+      for (int64_t e = 0; e < S; ++e) {
+        int64_t i = (n * HV + h) * S + e;
+        if (!is_poison(ht.spec, ht.data, i)) ah.add(ref::load(ht, i), ref.ht[size_t(i)]);
+      }
+    }
+  }
+  return {ao.finish("o", tol_for(tols, "o")), ah.finish("ht", tol_for(tols, "ht"))};
+}
+
+std::vector<TensorCheck> check_step(const Problem& p, const std::vector<Tolerance>& tols, const ref::Selection& sel,
+                                    int threads) {
+  const Shape& s = p.shape();
+  auto ref = ref::step(s, p.inputs(), sel, threads);
+  const bool mtp = s.op == OpKind::mtp;
+  const bool writes_pool = !mtp || s.update_state;
+  const int64_t B = s.batch, T = mtp ? s.tokens : 1, HV = s.h_v, V = s.dv, S = int64_t(s.dk) * s.dv;
+  const auto& idx_t = p.inputs().at("indices");
+  auto slot_of = [&](int64_t row) {
+    return idx_t.spec.dtype == DType::i32 ? int64_t(idx_t.as<int32_t>()[row]) : idx_t.as<int64_t>()[row];
+  };
+  auto heads = heads_of(s, sel);
+  auto rows = seqs_of(B, sel);
+  std::vector<TensorCheck> out;
+
+  // o: padding rows must be exactly zero.
+  const auto& o = p.results().at("o");
+  Acc ao;
+  count_unwritten(o, ao);
+  for (int64_t b : rows)
+    for (int64_t t = 0; t < T; ++t)
+      for (int h : heads)
+        for (int64_t j = 0; j < V; ++j) {
+          int64_t i = ((b * T + t) * HV + h) * V + j;
+          if (is_poison(o.spec, o.data, i)) continue;
+          if (slot_of(b) < 0) ao.add_zero(ref::load(o, i));
+          else ao.add(ref::load(o, i), ref.o[size_t(i)]);
+        }
+  out.push_back(ao.finish("o", tol_for(tols, "o")));
+
+  // pool: slots named by a row hold the reference state (when written); every other slot, and
+  // every slot when the pool is read only, must be bit-identical to the initial pool.
+  const auto& pool = p.results().at("pool");
+  const auto& pool0 = p.inputs().at("pool");
+  const std::size_t slot_bytes = std::size_t(S) * HV * dtype_size(pool.spec.dtype);
+  std::unordered_map<int64_t, int64_t> row_of_slot;
+  for (int64_t b = 0; b < B; ++b)
+    if (slot_of(b) >= 0) row_of_slot[slot_of(b)] = b;
+  Acc ap;
+  const int64_t P = s.pool_slots();
+  const bool selected_all_rows = sel.seqs.empty();
+  for (int64_t slot = 0; slot < P; ++slot) {
+    auto it = row_of_slot.find(slot);
+    const auto* now = static_cast<const uint8_t*>(pool.data) + std::size_t(slot) * slot_bytes;
+    const auto* was = static_cast<const uint8_t*>(pool0.data) + std::size_t(slot) * slot_bytes;
+    if (it == row_of_slot.end() || !writes_pool) {
+      if (std::memcmp(now, was, slot_bytes) != 0) {
+        std::size_t es = dtype_size(pool.spec.dtype);
+        for (std::size_t e = 0; e < slot_bytes / es; ++e)
+          if (std::memcmp(now + e * es, was + e * es, es) != 0) ++ap.exact_diff;
+      }
+      ap.checked += HV * S;
+      continue;
+    }
+    int64_t b = it->second;
+    if (!selected_all_rows && std::find(rows.begin(), rows.end(), b) == rows.end()) continue;
+    for (int h : heads)
+      for (int64_t e = 0; e < S; ++e) {
+        int64_t i = (slot * HV + h) * S + e;
+        ap.add(ref::load(pool, i), ref.state[size_t((b * HV + h) * S + e)]);
+      }
+  }
+  out.push_back(ap.finish("pool", writes_pool ? tol_for(tols, "pool") : 0.0));
+
+  if (mtp && s.cache_intermediate) {
+    const auto& im = p.results().at("intermediate");
+    Acc ai;
+    count_unwritten(im, ai);
+    for (int64_t b : rows)
+      for (int64_t t = 0; t < T; ++t)
+        for (int h : heads)
+          for (int64_t e = 0; e < S; ++e) {
+            int64_t i = ((b * T + t) * HV + h) * S + e;
+            if (is_poison(im.spec, im.data, i)) continue;
+            if (slot_of(b) < 0) ai.add_zero(ref::load(im, i));
+            else ai.add(ref::load(im, i), ref.intermediate[size_t(i)]);
+          }
+    out.push_back(ai.finish("intermediate", tol_for(tols, "intermediate")));
+  }
+  return out;
+}
+
+}  // namespace
+
+ref::Selection choose_selection(const Shape& s, std::optional<int> verify_heads, double budget, std::string& scope) {
+  ref::Selection sel;
+  // Reference cost in state updates: tokens x value heads x K x V.
+  const double per_head = double(s.total_tokens()) * s.dk * s.dv;
+  int want = s.h_v;
+  if (verify_heads && *verify_heads > 0) want = std::min(*verify_heads, s.h_v);
+  else if (per_head * s.h_v > budget) want = std::clamp(int(budget / per_head), 1, s.h_v);
+  if (want >= s.h_v) {
+    scope = "full";
+    return sel;
+  }
+  // Evenly spread heads, first and last included: both ends of each GVA group get checked.
+  for (int i = 0; i < want; ++i) {
+    int h = want == 1 ? 0 : int((int64_t(i) * (s.h_v - 1)) / (want - 1));
+    if (sel.heads.empty() || sel.heads.back() != h) sel.heads.push_back(h);
+  }
+  scope = fmt::format("value heads {} of {} (all {})", fmt::join(sel.heads, ","), s.h_v,
+                      s.op == OpKind::prefill ? fmt::format("{} sequences", s.seqlens.size())
+                                              : fmt::format("{} rows", s.batch));
+  return sel;
+}
+
+std::vector<Tolerance> effective_tolerances(const Shape& s, const std::vector<Tolerance>& variant_tols) {
+  auto tols = op_def(s.op).tolerances(s);
+  for (auto& t : tols)
+    for (auto& v : variant_tols)
+      if (v.tensor == t.tensor) t.rel_l2 = std::min(t.rel_l2, v.rel_l2);
+  return tols;
+}
+
+Verification check_outputs(const Problem& p, const std::vector<Tolerance>& tols, const ref::Selection& sel,
+                           int threads) {
+  Verification v;
+  v.ran = true;
+  v.checks = p.shape().op == OpKind::prefill ? check_prefill(p, tols, sel, threads) : check_step(p, tols, sel, threads);
+  v.pass = !v.checks.empty();
+  for (auto& c : v.checks) v.pass = v.pass && c.pass;
+  return v;
+}
+
+Verification verify_problem(const Variant& var, Problem& p, ExecBackend& backend, std::optional<int> verify_heads,
+                            double verify_budget, int threads) {
+  auto t0 = std::chrono::steady_clock::now();
+  p.reset_device();
+  var.launch(p.shape(), p.device(), backend.launch_context());
+  p.download();
+  std::string scope;
+  auto sel = choose_selection(p.shape(), verify_heads, verify_budget, scope);
+  auto v = check_outputs(p, effective_tolerances(p.shape(), var.tolerances), sel, threads);
+  v.scope = scope;
+  v.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return v;
+}
+
+Verification verify_variant(const Variant& var, const Shape& s, ExecBackend& backend, uint64_t seed,
+                            std::optional<int> verify_heads, double verify_budget) {
+  Problem p(s, backend, seed);
+  return verify_problem(var, p, backend, verify_heads, verify_budget, 0);
+}
+
+}  // namespace gdn

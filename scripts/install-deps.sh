@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gdnbench builds with, if any is missing. The CUDA toolkit
+# (nvcc, CUPTI headers) must already be on the machine: it is not a Debian package here.
+set -euo pipefail
+pkgs=(cmake make g++ libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev libyaml-cpp-dev libgtest-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! command -v nvcc >/dev/null 2>&1; then
+  for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin; do [ -x "$d/nvcc" ] && export PATH="$d:$PATH"; done
+fi
+command -v nvcc >/dev/null 2>&1 || { echo "error: nvcc (CUDA toolkit 13) not found" >&2; exit 4; }

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds here (CPU-only is fine: every CUDA target is compiled) and packs what a GPU host needs
+# into ${PACK_DIR:-.carry/gdn}: the gdnbench binary, the GPU test executables, configs and
+# scripts. The binary links cudart, yaml-cpp and libstdc++ statically and loads CUPTI at run time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh "$@"
+PACK_DIR=${PACK_DIR:-.carry/gdn}
+rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR/bin"
+cp "${BUILD_DIR:-build}/gdnbench" "$PACK_DIR/bin/"
+find "${BUILD_DIR:-build}/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x -exec cp {} "$PACK_DIR/bin/" \;
+strip "$PACK_DIR"/bin/* 2>/dev/null || true
+du -sh "$PACK_DIR"

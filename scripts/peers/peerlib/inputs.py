@@ -1,0 +1,140 @@
+"""Seeded inputs of one gdnbench point with torch (SPEC section 3, src/run/inputs.cpp).
+
+The distributions are gdnbench's, tensor by tensor; the numbers are not (gdnbench hashes
+(seed, name, index) on the host, this draws from torch.Generator(seed) on the device). Kernel time
+does not depend on the values, and the verification here uses these very inputs.
+
+Layout: token-major as gdnbench's tensors; decode/mtp keep a time axis ([B, T, ...], T = 1 for
+decode) because that is what FLA takes."""
+
+import torch
+
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+
+
+def first_still_head(hv):
+    """First value head of the no-decay quarter: ceil(0.75 HV)."""
+    return (3 * hv + 3) // 4
+
+
+class Draw:
+    """Draws on `device` from a generator seeded with the point's seed (64-bit)."""
+
+    def __init__(self, seed, device):
+        self.device = torch.device(device)
+        self.gen = torch.Generator(device=self.device)
+        self.gen.manual_seed(int(seed) & 0xFFFFFFFFFFFFFFFF)
+
+    def normal(self, *dims):
+        return torch.randn(*dims, generator=self.gen, device=self.device, dtype=torch.float32)
+
+    def uniform(self, *dims):
+        return torch.rand(*dims, generator=self.gen, device=self.device, dtype=torch.float32)
+
+    def perm(self, n):
+        return torch.randperm(n, generator=self.gen, device=self.device)
+
+
+def strong_decay_rates(d, hv):
+    """A_h ~ U[0, 16] per value head, head 0 never decays."""
+    a = 16.0 * d.uniform(hv)
+    a[0] = 0.0
+    return a
+
+
+def log_gate(s, d, rows):
+    """g [*rows, HV] fp32 (log form)."""
+    hv = s["h_v"]
+    dist = s["inputs"]
+    if dist == "no_decay":
+        return torch.zeros(*rows, hv, device=d.device)
+    if dist == "strong_decay":
+        a = strong_decay_rates(d, hv)
+        return -a * torch.nn.functional.softplus(0.5 * d.normal(*rows, hv) + 1.0)
+    g = torch.nn.functional.logsigmoid(d.normal(*rows, hv)) / 16.0
+    g[..., first_still_head(hv):] = 0.0
+    return g
+
+
+def beta(s, d, rows):
+    if s["inputs"] == "beta_one":
+        return torch.ones(*rows, s["h_v"], device=d.device)
+    return torch.sigmoid(d.normal(*rows, s["h_v"]))
+
+
+def raw_gate(s, d, rows):
+    """A_log [HV] fp32, a [*rows, HV] bf16, dt_bias [HV] fp32, b [*rows, HV] bf16."""
+    hv = s["h_v"]
+    dist = s["inputs"]
+    if dist == "no_decay":
+        a_log = torch.full((hv,), float("-inf"), device=d.device)
+    elif dist == "strong_decay":
+        a_log = torch.log(strong_decay_rates(d, hv))  # log 0 = -inf: head 0 never decays
+    else:
+        a_log = torch.log(1.0 / 16.0 + (15.0 / 16.0) * d.uniform(hv))
+        a_log[first_still_head(hv):] = float("-inf")
+    a = d.normal(*rows, hv).to(torch.bfloat16)
+    dt_bias = 0.5 * d.normal(hv) - 2.0
+    if dist == "beta_one":
+        b = torch.full((*rows, hv), 100.0, device=d.device).to(torch.bfloat16)  # sigmoid(100) == 1
+    else:
+        b = d.normal(*rows, hv).to(torch.bfloat16)
+    return {"A_log": a_log, "a": a, "dt_bias": dt_bias, "b": b}
+
+
+def gate_from_raw(a_log, a, dt_bias, b):
+    """SPEC 1 in fp64: g = -exp(A_log) softplus(a + dt_bias) (softplus(x) = x above 20),
+    beta = sigmoid(b)."""
+    g = -torch.exp(a_log.double()) * torch.nn.functional.softplus(a.double() + dt_bias.double())
+    return g, torch.sigmoid(b.double())
+
+
+def qk(s, d, rows):
+    dims = (*rows, s["h_qk"], s["dk"])
+    x = d.uniform(*dims) if s["inputs"] == "positive_keys" else d.normal(*dims)
+    return x.to(DTYPES[s["input_dtype"]])
+
+
+def state_dims(s, lead):
+    kv = (s["dk"], s["dv"]) if s["layout"] == "kv" else (s["dv"], s["dk"])
+    return (lead, s["h_v"], *kv)
+
+
+def indices(s, d):
+    """Pool slot per row (-1 = padding), per Shape::indices."""
+    b, p = s["batch"], (s["pool"] if s["pool"] > 0 else s["batch"])
+    pattern = s["indices"]
+    if pattern == "identity":
+        return torch.arange(b, device=d.device, dtype=torch.int64)
+    if pattern == "high":
+        return (p - 1 - torch.arange(b, device=d.device, dtype=torch.int64))[d.perm(b)]
+    idx = d.perm(p)[:b].to(torch.int64)
+    if pattern == "padded":
+        idx[7::8] = -1
+    return idx
+
+
+def make_inputs(s, seed, device):
+    """Every input tensor of the point, named as gdnbench names them."""
+    d = Draw(seed, device)
+    op = s["op"]
+    rows = (sum(s["seqlens"]),) if op == "prefill" else (s["batch"], s["tokens"] if op == "mtp" else 1)
+    t = {"q": qk(s, d, rows), "k": qk(s, d, rows)}
+    t["v"] = d.normal(*rows, s["h_v"], s["dv"]).to(DTYPES[s["input_dtype"]])
+    if s["gate"] == "log":
+        t["g"] = log_gate(s, d, rows)
+        t["beta"] = beta(s, d, rows)
+    else:
+        t.update(raw_gate(s, d, rows))
+    if op == "prefill":
+        cu = [0]
+        for n in s["seqlens"]:
+            cu.append(cu[-1] + n)
+        t["cu_seqlens"] = cu  # host list; the FLA call makes its own tensors
+        if s["has_h0"]:
+            t["h0"] = d.normal(*state_dims(s, len(s["seqlens"])))
+    else:
+        pool_slots = s["pool"] if s["pool"] > 0 else s["batch"]
+        t["pool"] = d.normal(*state_dims(s, pool_slots)).to(DTYPES[s["state_dtype"]])
+        t["indices"] = indices(s, d)
+    return t

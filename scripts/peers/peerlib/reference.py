@@ -1,0 +1,71 @@
+"""A small recurrent reference in torch (SPEC section 1, token by token) and the SPEC section 4
+error metrics, so a broken peer shows up in its report. Runs in fp64 on the inputs' device over a
+chosen subset of value heads; the loop is over time steps, vectorized over sequences and heads."""
+
+import math
+
+import torch
+
+
+def sample_heads(hv, limit=4):
+    """Deterministic spread of value heads: first, thirds, last (the last is a no-decay head)."""
+    picks = sorted({0, hv // 3, (2 * hv) // 3, hv - 1})
+    return picks[:limit]
+
+
+def recurrent(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group):
+    """o [T, len(heads), V] and final states [N, len(heads), K, V], both fp64.
+
+    q, k [T, H, K]; v [T, HV, V]; g, beta [T, HV] (log form); cu: host list of N+1 offsets;
+    h0_kv: [N, HV, K, V] (kv layout) or None; heads: value heads to run."""
+    dev = v.device
+    hsel = torch.tensor(heads, device=dev)
+    q = q.index_select(1, hsel // group).double()
+    k = k.index_select(1, hsel // group).double()
+    v = v.index_select(1, hsel).double()
+    g = g.index_select(1, hsel).double()
+    beta = beta.index_select(1, hsel).double()
+    if l2norm:
+        q = q / torch.sqrt((q * q).sum(-1, keepdim=True) + 1e-6)
+        k = k / torch.sqrt((k * k).sum(-1, keepdim=True) + 1e-6)
+
+    n = len(cu) - 1
+    lens = torch.tensor([cu[i + 1] - cu[i] for i in range(n)], device=dev)
+    length = int(max(cu[i + 1] - cu[i] for i in range(n)))
+    seq = torch.repeat_interleave(torch.arange(n, device=dev), lens)
+    pos = torch.arange(cu[-1], device=dev) - torch.tensor(cu[:-1], device=dev)[seq]
+
+    def padded(x):
+        # Padding steps have g = 0 and beta = 0, so they leave the state exactly as it was.
+        out = torch.zeros((n, length, *x.shape[1:]), dtype=x.dtype, device=dev)
+        out[seq, pos] = x
+        return out
+
+    qp, kp, vp, gp, bp = padded(q), padded(k), padded(v), padded(g), padded(beta)
+    nh, kd, vd = len(heads), k.shape[-1], v.shape[-1]
+    if h0_kv is None:
+        state = torch.zeros((n, nh, kd, vd), dtype=torch.float64, device=dev)
+    else:
+        state = h0_kv.index_select(1, hsel).double().clone()
+    o = torch.empty((n, length, nh, vd), dtype=torch.float64, device=dev)
+    for t in range(length):
+        kt = kp[:, t]
+        state.mul_(torch.exp(gp[:, t])[..., None, None])
+        pred = torch.einsum("nhkv,nhk->nhv", state, kt)
+        delta = bp[:, t, :, None] * (vp[:, t] - pred)
+        state.add_(kt[..., :, None] * delta[..., None, :])
+        o[:, t] = scale * torch.einsum("nhkv,nhk->nhv", state, qp[:, t])
+    return o[seq, pos], state
+
+
+def check(name, out, ref, tolerance):
+    """SPEC 4 metrics of `out` against `ref`: rel-L2, max abs, non-finite count, pass."""
+    x = out.double()
+    nonfinite = int((~torch.isfinite(x)).sum())
+    diff = x - ref
+    ref_norm = float(torch.linalg.vector_norm(ref))
+    rel = float(torch.linalg.vector_norm(diff)) / ref_norm if ref_norm > 0 else math.nan
+    max_abs = float(diff.abs().max()) if diff.numel() else 0.0
+    passed = nonfinite == 0 and math.isfinite(rel) and rel <= tolerance
+    return {"tensor": name, "rel_l2": rel, "max_abs": max_abs, "tolerance": tolerance,
+            "checked": int(x.numel()), "nonfinite": nonfinite, "passed": passed}

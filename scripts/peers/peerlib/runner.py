@@ -1,0 +1,196 @@
+"""Runs FLA over a gdnbench plan: per point, inputs once; per variant, warm-up, verification
+against the torch reference, then timing; one record per (point, variant), the report rewritten
+after each."""
+
+import os
+import sys
+import time
+import traceback
+from types import SimpleNamespace
+
+import torch
+
+from . import fla_support, inputs, reference
+from . import report as rp
+from . import shapes as sh
+from . import timing as tm
+from .fla_calls import FlaCall
+
+
+def load_fla():
+    """FLA's two entry points and what they accept. Backend dispatch is turned off so "fla/chunk"
+    is FLA's own Triton path even where FlashQLA is installed."""
+    os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
+    import fla
+    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+    try:
+        from fla.ops.utils.index import prepare_chunk_indices
+    except ImportError:
+        prepare_chunk_indices = None
+    caps = fla_support.probe_caps(fused_recurrent_gated_delta_rule, chunk_gated_delta_rule)
+    if prepare_chunk_indices is None or not {"chunk_indices", "cu_seqlens_cpu"} <= caps.chunk:
+        prepare_chunk_indices = None
+    return SimpleNamespace(version=getattr(fla, "__version__", "unknown"), recurrent=fused_recurrent_gated_delta_rule,
+                           chunk=chunk_gated_delta_rule, prepare_chunk_indices=prepare_chunk_indices, caps=caps,
+                           dispatch=os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1")
+
+
+class Runner:
+    def __init__(self, args, fla, device_index, report, out_path):
+        self.args, self.fla, self.report, self.out_path = args, fla, report, out_path
+        self.device = torch.device("cuda", device_index)
+        self.device_name = torch.cuda.get_device_name(device_index)
+        self.rule = args.rule
+        self.boundary = tm.Boundary(self.device, flush=args.mode != "hot")
+        self.boundary()
+        torch.cuda.synchronize()
+        uuid = report["devices"][0]["uuid"] if report["devices"] else ""
+        self.clock = tm.SmClock(uuid)
+        self.cupti_failed = False
+        self.done = set()  # (case, variant, shape_key, seed) already in the report (--resume)
+
+    def log(self, text):
+        print(text, file=sys.stderr, flush=True)
+
+    def save(self):
+        rp.write_atomic(self.out_path, self.report)
+
+    # ---- one point ------------------------------------------------------------------------
+
+    def run_point(self, point):
+        s = sh.normalize(point["shape"])
+        key = sh.shape_key(s)
+        if key != point["shape_key"]:
+            self.log(f"warning: {point['case']}: the plan's key '{point['shape_key']}' is not the key this "
+                     f"harness computes ('{key}'); records carry the plan's")
+        variants = [v for v in fla_support.VARIANTS[s["op"]] if not self.args.variants or v in self.args.variants]
+        plans = [fla_support.plan_point(s, v, self.fla.caps) for v in variants]
+        plans = [p for p in plans if (point["case"], p.variant, point["shape_key"], point["seed"]) not in self.done]
+        if not plans:
+            return
+        work = sh.work_model(s)
+        tensors, input_error = None, ""
+        if any(not p.skip for p in plans):
+            try:
+                tensors = inputs.make_inputs(s, point["seed"], self.device)
+            except Exception as e:  # noqa: BLE001 - becomes the records' error
+                input_error = f"inputs: {type(e).__name__}: {e}"
+                traceback.print_exc()
+        ref_cache = {}
+        for p in plans:
+            t0 = time.monotonic()
+            if p.skip:
+                rec = self.record(point, p, "skipped", p.skip, work=work)
+            elif input_error:
+                rec = self.record(point, p, "error", input_error, work=work)
+            else:
+                rec = self.run_variant(point, s, p, tensors, work, ref_cache)
+            rec["wall_s"] = time.monotonic() - t0
+            self.report["cases"].append(rec)
+            self.save()
+            self.log(f"{point['case']:<22} {p.variant:<20} {rec['status']:<13} {self.summary(rec)}  {point['shape_key']}")
+        del tensors, ref_cache
+        torch.cuda.empty_cache()
+
+    def summary(self, rec):
+        if rec["timing"] and rec["timing"]["stats"]["median"]:
+            return f"{rec['timing']['stats']['median'] * 1e6:10.2f} us"
+        return rec["reason"][:60]
+
+    def record(self, point, plan, status, reason="", **kw):
+        return rp.record_json(point, plan.variant, self.args.mode, self.device_name, status=status, reason=reason,
+                              notes=plan.notes, **kw)
+
+    def run_variant(self, point, s, plan, tensors, work, ref_cache):
+        try:
+            call = FlaCall(self.fla, s, plan, tensors, self.device)
+            for _ in range(max(self.rule.warmup_runs, 1)):  # Triton compiles and autotunes here
+                call()
+            torch.cuda.synchronize()
+            verification = self.verify(call, s, ref_cache)
+            timing, timer_notes = self.time(call)
+        except torch.cuda.OutOfMemoryError as e:
+            torch.cuda.empty_cache()
+            return self.record(point, plan, "error", f"out of GPU memory: {str(e).splitlines()[0]}", work=work)
+        except Exception as e:  # noqa: BLE001 - one broken point must not end the run
+            traceback.print_exc()
+            return self.record(point, plan, "error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
+                               work=work)
+        failed = verification["ran"] and not verification["pass"]
+        reason = "; ".join(plan.differences)
+        if failed:
+            bad = [c["tensor"] for c in verification["checks"] if not c["pass"]]
+            reason = f"FLA disagrees with the reference on {', '.join(bad)}" + (f"; {reason}" if reason else "")
+        rec = self.record(point, plan, "verify_failed" if failed else "ok", reason, verification=verification,
+                          timing=timing, work=work)
+        rec["notes"] = plan.notes + timer_notes
+        return rec
+
+    # ---- verification -----------------------------------------------------------------------
+
+    def verify(self, call, s, ref_cache):
+        if self.args.no_verify:
+            return rp.verification_json(scope="not verified: --no-verify")
+        t0 = time.monotonic()
+        o, final = call.outputs(call())
+        torch.cuda.synchronize()
+        ri = call.reference_inputs()
+        cu = ri["cu"]
+        steps = max(cu[i + 1] - cu[i] for i in range(len(cu) - 1))
+        hv, kv = s["h_v"], s["dk"] * s["dv"]
+        tokens = cu[-1]
+        sample = reference.sample_heads(hv)
+        if steps > self.args.verify_max_steps:
+            return rp.verification_json(scope=f"not verified: too large ({steps} steps > {self.args.verify_max_steps})")
+        if tokens * hv * kv <= self.args.verify_max_work:
+            heads, scope = list(range(hv)), "full"
+        elif tokens * len(sample) * kv <= self.args.verify_max_sampled_work:
+            heads = sample
+            scope = f"value heads {','.join(map(str, heads))} of all {len(cu) - 1} sequences"
+        else:
+            return rp.verification_json(scope=f"not verified: too large ({tokens * hv * kv} state-update work)")
+        if s["op"] != "prefill" and s["indices"] == "padded":
+            scope += f" (the {len(cu) - 1} valid rows)"
+        key = tuple(heads)
+        if key not in ref_cache:
+            ref_cache[key] = reference.recurrent(ri["q"], ri["k"], ri["v"], ri["g"], ri["beta"], cu, ri["h0_kv"],
+                                                 sh.effective_scale(s), s["l2norm"], heads, s["h_v"] // s["h_qk"])
+        ref_o, ref_state = ref_cache[key]
+        tol = sh.tolerances(s)
+        hsel = torch.tensor(heads, device=o.device)
+        checks = [reference.check("o", o.index_select(1, hsel), ref_o, tol["o"])]
+        if final is not None:
+            name = "ht" if s["op"] == "prefill" else "pool"
+            checks.append(reference.check(name, final.index_select(1, hsel), ref_state, tol[name]))
+        checks = [rp.check_json(c["tensor"], c["rel_l2"], c["max_abs"], c["tolerance"], c["checked"], c["nonfinite"],
+                                c["passed"]) for c in checks]
+        return rp.verification_json(True, all(c["pass"] for c in checks), scope, time.monotonic() - t0, checks)
+
+    # ---- timing -------------------------------------------------------------------------------
+
+    def time(self, call):
+        notes = []
+        launch = tm.capture_graph(call) if self.args.mode == "graph" else call
+        m = None
+        if self.args.timer == "cupti" or (self.args.timer == "auto" and not self.cupti_failed):
+            try:
+                timer = tm.CuptiTimer(launch, self.boundary)
+                timer.batch(2)  # probe (and profiler warm-up): the profile must split into samples
+                m = tm.measure(timer, self.rule, self.clock)
+            except Exception as e:  # noqa: BLE001 - fall back below
+                if self.args.timer == "cupti":
+                    raise
+                notes.append(f"CUPTI through torch.profiler failed ({type(e).__name__}: {e}); "
+                             "timed with CUDA events around a CUDA-graph replay")
+                self.log(f"warning: {notes[-1]}")
+                self.cupti_failed = True  # once is enough: later variants go straight to events
+        if m is None:
+            if self.args.timer == "auto" and not notes:
+                notes.append("timed with CUDA events around a CUDA-graph replay (CUPTI through torch.profiler "
+                             "failed earlier in this run)")
+            replay = launch if self.args.mode == "graph" else tm.capture_graph(call)
+            timer = tm.EventTimer(replay, self.boundary)
+            m = tm.measure(timer, self.rule, self.clock)
+        timing = rp.timing_json(timer.name, m["samples"], m["stats"], m["converged"], m["stop_reason"], m["wall_s"],
+                                m["kernels"], m["sm_clock_mhz"], m["kernels_sum_median_s"])
+        return timing, notes

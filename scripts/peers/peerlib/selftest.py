@@ -1,0 +1,218 @@
+"""`fla_peer.py --self-test`: the parts that need no GPU, against hand-computed numbers.
+Torch-dependent checks (input distributions, the reference) run on the CPU when torch is
+importable and are skipped with a message otherwise. Exit status 0 only when every check passed."""
+
+import math
+import sys
+
+from . import events, fla_support
+from . import report as rp
+from . import sample_report
+from . import shapes as sh
+from . import stats as st
+
+
+class Checker:
+    def __init__(self):
+        self.passed, self.failed = 0, 0
+
+    def __call__(self, cond, what):
+        if cond:
+            self.passed += 1
+        else:
+            self.failed += 1
+            print(f"FAIL: {what}", file=sys.stderr)
+
+    def close(self, a, b, what, rel=1e-12):
+        self(abs(a - b) <= rel * max(abs(a), abs(b)), f"{what}: {a!r} != {b!r}")
+
+
+def check_work_model(c):
+    # SPEC 5 by hand. Decode 16/32 B=256 fp32 state: 2 * 256 * 32 * 128 * 128 * 4 state bytes plus
+    # q, k, v reads (256 * (2*16*128 + 32*128) * 2), o writes (256 * 32 * 128 * 2), g and beta (8 * 256 * 32).
+    w = sh.work_model({"op": "decode", "batch": 256, "state_dtype": "f32"})
+    c.close(w["bytes"], 1073741824 + 4194304 + 2097152 + 65536, "decode B=256 bytes (SPEC 8: 1.07 GB)")
+    c.close(w["flops"], 6 * 256 * 32 * 128 * 128, "decode flops 6 B HV K V")
+    c(w["bandwidth_bound"], "decode is bandwidth bound")
+    # Prefill 16/32 1x32768 with h0: 32768 * 8192 * 2 + 32768 * 4096 * 2 + 8 * 32768 * 32 + 2 * 32 * 16384 * 4.
+    w = sh.work_model({"op": "prefill", "seqlens": [32768], "has_h0": True})
+    c.close(w["bytes"], 536870912 + 268435456 + 8388608 + 2 * 2097152, "prefill 1x32768 bytes")
+    c.close(w["flops"], 32768 * 32 * (6 * 16384 + 4 * 64 * 256), "prefill flops T HV (6KV + 4 C0 (K+V))")
+    c.close(w["flops_fi"], 4 * 32768 * 32 * 16384, "prefill FlashInfer flops 4 T HV K V")
+    c(not w["bandwidth_bound"], "prefill is compute bound")
+    w = sh.work_model({"op": "prefill", "seqlens": [100, 28], "has_h0": False, "gate": "raw"})
+    c.close(w["bytes"], 128 * 8192 * 2 + 128 * 4096 * 2 + (4 * 128 * 32 + 8 * 32) + 2 * 32 * 16384 * 4,
+            "prefill raw gate, no h0 bytes")
+    # MTP B=128 T=4: state read once and written once; + B T HV K V s with cache_intermediate.
+    base = 128 * 4 * 8192 * 2 + 128 * 4 * 4096 * 2 + 8 * 128 * 4 * 32
+    slot = 32 * 16384 * 4
+    w = sh.work_model({"op": "mtp", "batch": 128, "tokens": 4})
+    c.close(w["bytes"], base + 2 * 128 * slot, "mtp bytes")
+    c.close(w["flops"], 6 * 128 * 4 * 32 * 16384, "mtp flops")
+    w = sh.work_model({"op": "mtp", "batch": 128, "tokens": 4, "update_state": False, "cache_intermediate": True})
+    c.close(w["bytes"], base + 128 * slot + 128 * 4 * slot, "mtp read-only state + intermediate bytes")
+    w = sh.work_model({"op": "decode", "batch": 8, "state_dtype": "bf16", "gate": "raw"})
+    c.close(w["bytes"], 8 * 8192 * 2 + 8 * 4096 * 2 + (4 * 8 * 32 + 8 * 32) + 2 * 8 * 32 * 16384 * 2,
+            "decode bf16 state raw gate bytes")
+
+
+def check_stats(c):
+    s = st.compute_stats([float(x) for x in range(10, 0, -1)])  # 1..10, unsorted
+    c(s["n"] == 10, "n")
+    for name, want in (("min", 1.0), ("max", 10.0), ("p10", 1.9), ("p25", 3.25), ("median", 5.5), ("p75", 7.75),
+                       ("p90", 9.1), ("mean", 5.5)):
+        c.close(s[name], want, f"stats {name}")
+    c.close(s["stdev"], math.sqrt(82.5 / 9), "stdev (n - 1)")
+    c.close(s["rel_stdev"], math.sqrt(82.5 / 9) / 5.5, "rel_stdev")
+    c.close(s["noise"], 1.2533 * (4.5 / 1.349) / math.sqrt(10) / 5.5, "noise of the median")
+    c(math.isinf(st.compute_stats([1.0, 2.0, 3.0, 4.0])["noise"]), "noise is infinite below 5 samples")
+    c(math.isnan(st.compute_stats([1.0])["stdev"]), "one sample has no stdev")
+    rule = st.StoppingRule(min_samples=10, min_time_s=0.0, max_noise=0.005, timeout_s=10.0)
+    c(st.should_stop(rule, [1e-5] * 10, 0.1) == (True, "noise"), "stop on noise with flat samples")
+    c(not st.should_stop(rule, [1e-5] * 9, 0.1)[0], "no stop before min_samples")
+    noisy = [1e-5 * (1 + (i % 2)) for i in range(12)]
+    c(st.should_stop(rule, noisy, 0.1) == (False, ""), "noisy samples keep sampling")
+    c(st.should_stop(rule, noisy, 11.0) == (True, "timeout"), "timeout stops")
+    c(st.should_stop(st.StoppingRule(max_samples=12, min_time_s=0.0), noisy, 0.1) == (True, "max_samples"),
+      "max_samples stops")
+    c(not st.should_stop(st.StoppingRule(min_samples=10, min_time_s=1.0), [1e-5] * 20, 0.1)[0],
+      "min_time_s not reached")
+    b = st.kernel_breakdown([[("a", 1.0), ("b", 2.0), ("a", 1.0)], [("b", 4.0), ("a", 3.0)]], 4.0)
+    c([k["name"] for k in b] == ["a", "b"], "breakdown keeps first-seen order")
+    c.close(b[0]["median_s"], 2.5, "breakdown sums a kernel within a sample, medians across samples")
+    c.close(b[1]["share"], 3.0 / 4.0, "breakdown share")
+
+
+def check_events(c):
+    flush = events.BOUNDARY_KERNEL
+    evs = [(flush, 0, 100), ("k1", 200, 300), ("k2", 350, 500), ("Context Sync", 500, 900),
+           ("cudaDeviceSynchronize", 150, 950), ("cuLaunchKernelEx", 120, 130),
+           (flush, 1000, 1100), ("k1", 1200, 1290)]
+    got = events.split_samples(list(reversed(evs)), 2)
+    c.close(got[0][0], 300e-9, "span of a two-kernel sample includes its gap")
+    c([n for n, _ in got[0][1]] == ["k1", "k2"], "sync events and API calls are not kernels")
+    c.close(got[1][0], 90e-9, "single-kernel span")
+    for bad, n in (([(flush, 0, 1), ("k", 2, 3)], 2), ([(flush, 0, 1), (flush, 2, 3), ("k", 4, 5)], 2)):
+        try:
+            events.split_samples(bad, n)
+            c(False, "a profile that does not split must raise")
+        except events.TimerError:
+            c(True, "")
+
+
+def check_keys_and_rules(c):
+    c(sh.shape_key({"op": "prefill", "seqlens": [8192]}) == "h16/32 d128x128 seq=1x8192 gate=log", "prefill key")
+    c(sh.shape_key({"op": "prefill", "seqlens": [4096] * 8, "has_h0": False}) ==
+      "h16/32 d128x128 seq=4096x8 no_h0 gate=log", "dense batch key")
+    c(sh.shape_key({"op": "prefill", "seqlens": [3, 3, 3, 3]}) == "h16/32 d128x128 seq=3+3+3+3 gate=log",
+      "short equal lengths list")
+    c(sh.shape_key({"op": "decode", "batch": 32, "scale": 0.125, "l2norm": False}) ==
+      "h16/32 d128x128 B=32 state=f32 layout=vk pool=32 idx=identity gate=log no_l2norm scale=0.125", "decode key")
+    c(sh.shape_key({"op": "mtp", "batch": 128, "tokens": 4, "index_dtype": "i32", "inputs": "beta_one",
+                    "input_dtype": "f16", "gate": "raw", "pool": 512, "indices": "random"}) ==
+      "h16/32 d128x128 T=4 B=128 state=f32 layout=vk pool=512 idx=random/i32 cache=0 update=1 gate=raw in=f16 "
+      "inputs=beta_one", "mtp key")
+    c(sh.shape_key({"op": "decode", "scale": 1.0}).endswith(" scale=1"), "integral scale prints like fmt")
+    c(sh.seqlens_label(list(range(1, 11))) == "10seqs/55tok", "long list label")
+    plan = fla_support.plan_point(sh.normalize({"op": "decode", "state_dtype": "bf16"}), "fla/fused_recurrent")
+    c("fp32" in plan.skip, "bf16 pool skipped")
+    plan = fla_support.plan_point(sh.normalize({"op": "mtp", "tokens": 4, "cache_intermediate": True}),
+                                  "fla/fused_recurrent")
+    c("intermediate" in plan.skip, "cache_intermediate skipped")
+    plan = fla_support.plan_point(sh.normalize({"op": "prefill", "seqlens": [64], "dk": 512, "dv": 512}), "fla/chunk")
+    c("256" in plan.skip, "chunk head dim > 256 skipped")
+    plan = fla_support.plan_point(sh.normalize({"op": "decode", "indices": "padded", "gate": "raw", "layout": "vk"}),
+                                  "fla/fused_recurrent")
+    c(not plan.skip and plan.raw_gate_in_kernel, "FLA 0.6.0 runs the raw gate in its kernel")
+    c(any("state_v_first" in n for n in plan.notes) and "padding rows dropped" in plan.differences,
+      "notes name the layout and the padding")
+    old = fla_support.Caps(recurrent={"cu_seqlens"}, chunk={"cu_seqlens"}, chunk_gate_in_kernel=False)
+    plan = fla_support.plan_point(sh.normalize({"op": "decode", "layout": "vk"}), "fla/fused_recurrent", old)
+    c("kv" in plan.skip, "an FLA without state_v_first skips vk")
+    plan = fla_support.plan_point(sh.normalize({"op": "decode", "layout": "kv", "gate": "raw"}), "fla/fused_recurrent",
+                                  old)
+    c(not plan.raw_gate_in_kernel and "raw gate computed outside timing" in plan.differences,
+      "an FLA without the in-kernel gate gets g and beta from torch")
+
+
+def check_sample_report(c):
+    doc = sample_report.build()
+    c(doc["schema_version"] == rp.SCHEMA_VERSION and doc["tool"]["name"] == "fla", "report header")
+    recs = doc["cases"]
+    c(recs[0]["status"] == "skipped" and recs[0]["variant"] == "fla/fused_recurrent", "harness skip record")
+    c(all(r["variant"] == sample_report.SCHEMA_TEST_VARIANT and r["status"] == "skipped" and not r["timed"]
+          and r["reason"] == sample_report.SCHEMA_TEST_REASON for r in recs[1:]),
+      "synthetic records are labelled, skipped and untimed")
+    c(all(r["metrics"]["tbps"] is None for r in recs), "no throughput is reported for untimed records")
+    c(rp.finite({"a": [math.nan, 1.0, math.inf], "b": (2, "x")}) == {"a": [None, 1.0, None], "b": [2, "x"]},
+      "non-finite numbers are written as null")
+
+
+def check_torch(c):
+    try:
+        import torch
+    except ImportError:
+        print("torch is not importable here: skipping the input-distribution and reference checks", file=sys.stderr)
+        return
+    from . import inputs, reference
+    s = sh.normalize({"op": "prefill", "h_qk": 2, "h_v": 8, "dk": 16, "dv": 8, "seqlens": [5, 3]})
+    t = inputs.make_inputs(s, 7, "cpu")
+    c(tuple(t["q"].shape) == (8, 2, 16) and t["q"].dtype == torch.bfloat16, "q [T, H, K] bf16")
+    c(tuple(t["v"].shape) == (8, 8, 8) and tuple(t["g"].shape) == (8, 8), "v [T, HV, V], g [T, HV]")
+    c(tuple(t["h0"].shape) == (2, 8, 8, 16), "h0 vk [N, HV, V, K]")
+    c(t["cu_seqlens"] == [0, 5, 8], "cu_seqlens")
+    c(bool((t["g"][:, 6:] == 0).all()) and bool((t["g"][:, :6] < 0).all()), "the last quarter of heads has no decay")
+    c(bool(((t["beta"] > 0) & (t["beta"] < 1)).all()), "beta in (0, 1)")
+    t2 = inputs.make_inputs(s, 7, "cpu")
+    c(bool(torch.equal(t["q"], t2["q"])), "same seed, same inputs")
+    sd = sh.normalize({"op": "decode", "h_qk": 1, "h_v": 4, "dk": 8, "dv": 8, "batch": 16, "pool": 40,
+                       "indices": "padded", "inputs": "strong_decay", "layout": "kv"})
+    t = inputs.make_inputs(sd, 3, "cpu")
+    c(tuple(t["pool"].shape) == (40, 4, 8, 8), "pool kv [P, HV, K, V]")
+    idx = t["indices"]
+    c(int(idx[7]) == -1 and int(idx[15]) == -1 and int((idx >= 0).sum()) == 14, "padded: every 8th row is -1")
+    c(len(set(idx[idx >= 0].tolist())) == 14 and int(idx.max()) < 40, "padded: distinct slots inside the pool")
+    c(bool((t["g"][..., 0] == 0).all()), "strong_decay: head 0 never decays")
+    hi = inputs.make_inputs(sh.normalize({"op": "decode", "batch": 4, "pool": 10, "indices": "high", "h_v": 4,
+                                          "h_qk": 4, "dk": 4, "dv": 4}), 1, "cpu")["indices"]
+    c(sorted(hi.tolist()) == [6, 7, 8, 9], "high: the top slots")
+    raw = inputs.make_inputs(sh.normalize({"op": "mtp", "batch": 2, "tokens": 3, "gate": "raw", "h_v": 8, "h_qk": 4,
+                                           "dk": 4, "dv": 4, "inputs": "beta_one"}), 5, "cpu")
+    g, b = inputs.gate_from_raw(raw["A_log"], raw["a"], raw["dt_bias"], raw["b"])
+    c(tuple(raw["a"].shape) == (2, 3, 8) and raw["a"].dtype == torch.bfloat16, "raw a [B, T, HV] bf16")
+    c(bool((g[..., 6:] == 0).all()) and bool((g[..., :6] < 0).all()), "raw gate: no-decay heads have A_log = -inf")
+    c(bool((b == 1).all()), "beta_one: sigmoid(100) == 1")
+
+    # The reference against a direct per-token, per-head loop of SPEC section 1.
+    torch.manual_seed(0)
+    q, k = torch.randn(7, 2, 4), torch.randn(7, 2, 4)
+    v, g, beta = torch.randn(7, 4, 3), -torch.rand(7, 4), torch.rand(7, 4)
+    h0 = torch.randn(2, 4, 4, 3)
+    cu = [0, 4, 7]
+    o, ht = reference.recurrent(q, k, v, g, beta, cu, h0, 0.5, True, [1, 3], 2)
+    worst = 0.0
+    for n in range(2):
+        for j, h in enumerate([1, 3]):
+            state = h0[n, h].double()
+            for tok in range(cu[n], cu[n + 1]):
+                kt, qt = k[tok, h // 2].double(), q[tok, h // 2].double()
+                kt, qt = kt / torch.sqrt((kt * kt).sum() + 1e-6), qt / torch.sqrt((qt * qt).sum() + 1e-6)
+                state = math.exp(float(g[tok, h])) * state
+                d = float(beta[tok, h]) * (v[tok, h].double() - state.T @ kt)
+                state = state + torch.outer(kt, d)
+                worst = max(worst, float((o[tok, j] - 0.5 * state.T @ qt).abs().max()))
+            worst = max(worst, float((ht[n, j] - state).abs().max()))
+    c(worst < 1e-12, f"reference matches the per-token loop (max diff {worst:.3g})")
+    chk = reference.check("o", o + 1e-3, o, 5e-3)
+    c(chk["passed"] and 0 < chk["rel_l2"] < 5e-3 and chk["nonfinite"] == 0, "check passes a small error")
+    bad = o.clone()
+    bad[0, 0, 0] = float("nan")
+    c(not reference.check("o", bad, o, 5e-3)["passed"], "check fails a NaN")
+
+
+def run():
+    c = Checker()
+    for part in (check_work_model, check_stats, check_events, check_keys_and_rules, check_sample_report, check_torch):
+        part(c)
+    print(f"fla_peer self-test: {c.passed} checks passed, {c.failed} failed")
+    return 0 if c.failed == 0 else 1

@@ -1,0 +1,152 @@
+"""gdnbench's Shape as the plan JSON writes it (src/report/json_report.cpp, to_json(Shape)), with
+the derived values, the canonical key (src/core/shape.cpp) and the SPEC section 5 work model
+(kernels/prefill/op.cpp, kernels/decode/op.cpp) replicated, so peer records are counted exactly
+like gdnbench's own."""
+
+import math
+
+# Defaults of src/core/shape.h: a field missing from the JSON keeps them.
+DEFAULTS = {
+    "op": "prefill", "h_qk": 16, "h_v": 32, "dk": 128, "dv": 128, "input_dtype": "bf16",
+    "l2norm": True, "gate": "log", "inputs": "standard", "scale": 0.0, "seqlens": [],
+    "has_h0": True, "batch": 1, "tokens": 1, "state_dtype": "f32", "layout": "vk", "pool": 0,
+    "indices": "identity", "index_dtype": "i64", "cache_intermediate": False, "update_state": True,
+}
+
+DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
+PREFILL_CHUNK = 64  # C0 of the FlashQLA useful-work count
+
+
+def normalize(shape):
+    """A full shape dict: the plan's fields over the defaults (the plan writes every field)."""
+    out = dict(DEFAULTS)
+    out.update(shape)
+    out["seqlens"] = [int(x) for x in out["seqlens"]]
+    return out
+
+
+def pool_slots(s):
+    return s["pool"] if s["pool"] > 0 else s["batch"]
+
+
+def total_tokens(s):
+    if s["op"] == "prefill":
+        return sum(s["seqlens"])
+    return s["batch"] * (s["tokens"] if s["op"] == "mtp" else 1)
+
+
+def num_sequences(s):
+    return len(s["seqlens"]) if s["op"] == "prefill" else s["batch"]
+
+
+def effective_scale(s):
+    return s["scale"] if s["scale"] > 0 else 1.0 / math.sqrt(s["dk"])
+
+
+def state_update_work(s):
+    """Token-head state updates times K V: the size of the recurrence a reference must run."""
+    return total_tokens(s) * s["h_v"] * s["dk"] * s["dv"]
+
+
+# ---- key (src/core/shape.cpp) ---------------------------------------------------------------
+
+def seqlens_label(seqlens):
+    if not seqlens:
+        return "-"
+    n, first = len(seqlens), seqlens[0]
+    if all(x == first for x in seqlens):
+        if n == 1:
+            return f"1x{first}"
+        if first > n:
+            return f"{first}x{n}"
+    if n <= 8:
+        return "+".join(str(x) for x in seqlens)
+    return f"{n}seqs/{sum(seqlens)}tok"
+
+
+def _fnv_lengths(seqlens):
+    h = 1469598103934665603
+    for x in seqlens:
+        h = ((h ^ (x & 0xFFFFFFFFFFFFFFFF)) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    return h & 0xFFFFFFFF
+
+
+def _fmt_double(x):
+    """fmt's "{}" for a double: the shortest round-trip text, without Python's trailing ".0"."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def shape_key(shape):
+    s = normalize(shape)
+    k = f"h{s['h_qk']}/{s['h_v']} d{s['dk']}x{s['dv']}"
+    op = s["op"]
+    if op == "prefill":
+        k += f" seq={seqlens_label(s['seqlens'])}{'' if s['has_h0'] else ' no_h0'}"
+        if len(s["seqlens"]) > 8:
+            k += f"#{_fnv_lengths(s['seqlens']):08x}"
+    else:
+        if op == "mtp":
+            k += f" T={s['tokens']}"
+        k += (f" B={s['batch']} state={s['state_dtype']} layout={s['layout']} pool={pool_slots(s)}"
+              f" idx={s['indices']}")
+        if s["index_dtype"] != "i64":
+            k += f"/{s['index_dtype']}"
+        if op == "mtp":
+            k += f" cache={int(bool(s['cache_intermediate']))} update={int(bool(s['update_state']))}"
+    k += f" gate={s['gate']}"
+    if not s["l2norm"]:
+        k += " no_l2norm"
+    if s["input_dtype"] != "bf16":
+        k += f" in={s['input_dtype']}"
+    if s["inputs"] != "standard":
+        k += f" inputs={s['inputs']}"
+    if s["scale"] > 0:
+        k += f" scale={_fmt_double(s['scale'])}"
+    return k
+
+
+# ---- work model (SPEC section 5) ------------------------------------------------------------
+
+def gate_bytes(s, token_rows):
+    if s["gate"] == "log":
+        return 8.0 * token_rows * s["h_v"]
+    return 4.0 * token_rows * s["h_v"] + 8.0 * s["h_v"]
+
+
+def work_model(shape):
+    """{bytes, flops, flops_fi, bandwidth_bound} exactly as gdnbench's OpDef::work computes it."""
+    s = normalize(shape)
+    e = float(DTYPE_BYTES[s["input_dtype"]])
+    hk = float(s["h_qk"]) * s["dk"]
+    hvv = float(s["h_v"]) * s["dv"]
+    kv = float(s["dk"]) * s["dv"]
+    if s["op"] == "prefill":
+        t = float(total_tokens(s))
+        state = len(s["seqlens"]) * s["h_v"] * kv * 4.0
+        nbytes = t * (2 * hk + hvv) * e + t * hvv * e + gate_bytes(s, t) + (state if s["has_h0"] else 0.0) + state
+        flops = t * s["h_v"] * (6.0 * kv + 4.0 * PREFILL_CHUNK * (s["dk"] + s["dv"]))
+        return {"bytes": nbytes, "flops": flops, "flops_fi": 4.0 * t * s["h_v"] * kv, "bandwidth_bound": False}
+    mtp = s["op"] == "mtp"
+    b = float(s["batch"])
+    t = float(s["tokens"]) if mtp else 1.0
+    slot = s["h_v"] * kv * DTYPE_BYTES[s["state_dtype"]]
+    nbytes = b * t * (2.0 * hk + hvv) * e + b * t * hvv * e + gate_bytes(s, b * t) + b * slot
+    if not mtp or s["update_state"]:
+        nbytes += b * slot
+    if mtp and s["cache_intermediate"]:
+        nbytes += b * t * slot
+    flops = 6.0 * b * t * s["h_v"] * kv
+    return {"bytes": nbytes, "flops": flops, "flops_fi": flops, "bandwidth_bound": True}
+
+
+def tolerances(shape):
+    """SPEC section 4 defaults per output tensor (kernels/*/op.cpp tolerances())."""
+    s = normalize(shape)
+    if s["op"] == "prefill":
+        return {"o": 5e-3, "ht": 5e-3}
+    t = 1e-2 if s["state_dtype"] == "bf16" else 5e-3
+    out = {"o": t, "pool": t}
+    if s["op"] == "mtp" and s["cache_intermediate"]:
+        out["intermediate"] = t
+    return out

@@ -1,0 +1,22 @@
+// Subcommand wiring: each add_* declares its options on `app` and sets `action` to what runs
+// when that subcommand is chosen. Actions return the process exit code (src/core/errors.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gdn::cli {
+
+using Action = std::function<int()>;
+
+void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv);
+void add_verify(CLI::App& app, Action& action, const std::vector<std::string>& argv);
+void add_list(CLI::App& app, Action& action);
+void add_plan(CLI::App& app, Action& action);
+void add_compare(CLI::App& app, Action& action);
+void add_info(CLI::App& app, Action& action);
+void add_calibrate(CLI::App& app, Action& action);
+
+}  // namespace gdn::cli
