@@ -101,10 +101,10 @@ def check_events(c):
 
 
 def check_keys_and_rules(c):
-    c(sh.shape_key({"op": "prefill", "seqlens": [8192]}) == "h16/32 d128x128 seq=1x8192 gate=log", "prefill key")
+    c(sh.shape_key({"op": "prefill", "seqlens": [8192]}) == "h16/32 d128x128 seq=1x8192 layout=vk gate=log", "prefill key")
     c(sh.shape_key({"op": "prefill", "seqlens": [4096] * 8, "has_h0": False}) ==
-      "h16/32 d128x128 seq=4096x8 no_h0 gate=log", "dense batch key")
-    c(sh.shape_key({"op": "prefill", "seqlens": [3, 3, 3, 3]}) == "h16/32 d128x128 seq=3+3+3+3 gate=log",
+      "h16/32 d128x128 seq=4096x8 layout=vk no_h0 gate=log", "dense batch key")
+    c(sh.shape_key({"op": "prefill", "seqlens": [3, 3, 3, 3]}) == "h16/32 d128x128 seq=3+3+3+3 layout=vk gate=log",
       "short equal lengths list")
     c(sh.shape_key({"op": "decode", "batch": 32, "scale": 0.125, "l2norm": False}) ==
       "h16/32 d128x128 B=32 state=f32 layout=vk pool=32 idx=identity gate=log no_l2norm scale=0.125", "decode key")

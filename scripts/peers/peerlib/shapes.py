@@ -82,7 +82,7 @@ def shape_key(shape):
     k = f"h{s['h_qk']}/{s['h_v']} d{s['dk']}x{s['dv']}"
     op = s["op"]
     if op == "prefill":
-        k += f" seq={seqlens_label(s['seqlens'])}{'' if s['has_h0'] else ' no_h0'}"
+        k += f" seq={seqlens_label(s['seqlens'])} layout={s['layout']}{'' if s['has_h0'] else ' no_h0'}"
         if len(s["seqlens"]) > 8:
             k += f"#{_fnv_lengths(s['seqlens']):08x}"
     else:
