@@ -1,5 +1,5 @@
 // Sweep configs: schema checks and cartesian expansion over the tree of config_tree.h, so YAML
-// and JSON go through exactly the same rules. docs/CONFIG.md is the user-facing reference.
+// and JSON go through exactly the same rules. README "Config format" is the user-facing reference.
 #include "config/config.h"
 
 #include <algorithm>
