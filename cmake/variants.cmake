@@ -16,3 +16,6 @@ gdn_add_variant(kernels/decode/cpu_broken.cpp TEST_ONLY)
 # Bandwidth-bound production decode / mtp (Ampere and newer: cp.async staging).
 gdn_add_variant(kernels/decode/fast.cu ARCHS 80 90 100 120)
 gdn_add_variant(kernels/mtp/fast.cu ARCHS 80 90 100 120)
+
+# Recurrent prefill on CUDA cores for Turing and later (one binary: sm_75 SASS + compute_75 PTX).
+gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)
