@@ -27,14 +27,15 @@ peer_setup() {
 }
 
 # ours vs FLA on one sweep: FLA first (its own process), then ours with --peer.
+# PEER_TIMEOUT / OUR_TIMEOUT cap the sampling seconds per point (defaults 4 and 5).
 versus() {
-  local name=$1 config=$2 ours=$3 peer_ops=$4
+  local name=$1 config=$2 ours=$3 peer_ops=$4 peer_variants=$5
   peer_setup
   "$G" plan --config "$config" --json "$OUT_DIR/$name.plan.json" >/dev/null
   PYTHONUNBUFFERED=1 python3 scripts/peers/fla_peer.py --plan "$OUT_DIR/$name.plan.json" --ops "$peer_ops" \
-    --out "$OUT_DIR/$name.fla.json" 2>&1 | tail -n 3
-  "$G" run --quiet --config "$config" --variant "$ours" --json "$OUT_DIR/$name.ours.json" \
-    --peer "$OUT_DIR/$name.fla.json"
+    --variants "$peer_variants" --timeout "${PEER_TIMEOUT:-4}" --out "$OUT_DIR/$name.fla.json" 2>&1 | tail -n 3
+  "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
+    --json "$OUT_DIR/$name.ours.json" --peer "$OUT_DIR/$name.fla.json"
 }
 
 for step in "$@"; do
@@ -53,10 +54,10 @@ for step in "$@"; do
       BIN_DIR="$BIN" bash scripts/gpu-tests.sh > "$OUT_DIR/gpu-tests.log" 2>&1
       echo "gpu tests: exit $?"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT_DIR/gpu-tests.log" | sort | uniq -c | head -40
       ;;
-    decode) versus decode configs/decode.yaml 'decode/fast' decode ;;
-    mtp) versus mtp configs/mtp.yaml 'mtp/fast' mtp ;;
-    legacy) versus legacy configs/legacy-sm75.yaml 'prefill/sm75_legacy' prefill ;;
-    prefill) versus prefill configs/qwen35-prefill.yaml 'prefill/*' prefill ;;
+    decode) versus decode configs/decode.yaml 'decode/fast' decode fla/fused_recurrent ;;
+    mtp) versus mtp configs/mtp.yaml 'mtp/fast' mtp fla/fused_recurrent ;;
+    legacy) versus legacy configs/legacy-sm75.yaml 'prefill/sm75_legacy' prefill fla/fused_recurrent ;;
+    prefill) versus prefill configs/qwen35-prefill.yaml 'prefill/*' prefill fla/chunk,fla/fused_recurrent ;;
     *) echo "unknown step $step"; exit 3 ;;
   esac
 done
