@@ -58,6 +58,12 @@ class CuptiSession {
     out.swap(records_);
     return out;
   }
+  std::vector<ApiRecord> take_api() {
+    std::lock_guard<std::mutex> lock(records_mu_);
+    std::vector<ApiRecord> out;
+    out.swap(api_records_);
+    return out;
+  }
 
   uint64_t take_dropped() { return dropped_.exchange(0); }
 
@@ -82,6 +88,9 @@ class CuptiSession {
       }
       return false;
     }
+    // Runtime API records give each launch's correlation id with a host timestamp: exact
+    // attribution. Without them the time windows still work (with GPU clock skew).
+    api_->activity_enable(CUPTI_ACTIVITY_KIND_RUNTIME);
     return true;
   }
 
@@ -106,6 +115,13 @@ class CuptiSession {
       std::lock_guard<std::mutex> lock(s.records_mu_);
       CUpti_Activity* rec = nullptr;
       while (buffer && s.api_->activity_get_next_record(buffer, valid_bytes, &rec) == CUPTI_SUCCESS) {
+        if (rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+          const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+          if (s.api_records_.size() >= kMaxPendingRecords)
+            s.api_records_.erase(s.api_records_.begin(), s.api_records_.begin() + kMaxPendingRecords / 2);
+          s.api_records_.push_back({a->start, a->correlationId});
+          continue;
+        }
         if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
         // Only fields that have kept their offsets across the Kernel record versions are read.
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
@@ -128,6 +144,7 @@ class CuptiSession {
 
   std::mutex records_mu_;
   std::vector<KernelRecord> records_;
+  std::vector<ApiRecord> api_records_;
   std::unordered_map<std::string, std::string> names_;
   std::atomic<uint64_t> dropped_{0};
 };
@@ -152,6 +169,7 @@ class CuptiTimer final : public Timer {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     session.flush(false);
     session.take();  // whatever ran before this batch is not ours
+    session.take_api();
     session.take_dropped();
     cudaGetLastError();  // a stale error from unrelated calls must not be blamed on this launch
 
@@ -174,6 +192,8 @@ class CuptiTimer final : public Timer {
 
     session.flush(false);
     std::vector<KernelRecord> records = session.take();
+    std::vector<ApiRecord> api = session.take_api();
+    assign_correlation_ranges(windows, api);
     auto groups = group_by_window(records, windows);
     if (!groups_look_complete(groups)) {
       // A default flush skips buffers CUPTI still considers open; force them out before
@@ -181,6 +201,9 @@ class CuptiTimer final : public Timer {
       session.flush(true);
       std::vector<KernelRecord> more = session.take();
       records.insert(records.end(), more.begin(), more.end());
+      std::vector<ApiRecord> more_api = session.take_api();
+      api.insert(api.end(), more_api.begin(), more_api.end());
+      assign_correlation_ranges(windows, api);
       groups = group_by_window(records, windows);
     }
     if (const uint64_t dropped = session.take_dropped()) {

@@ -9,10 +9,31 @@
 
 namespace gdn {
 
+void assign_correlation_ranges(std::vector<SampleWindow>& windows, const std::vector<ApiRecord>& api) {
+  for (auto& w : windows) {
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (const auto& a : api)
+      if (a.start_ns >= w.begin_ns && a.start_ns <= w.end_ns) lo = std::min(lo, a.correlation_id), hi = std::max(hi, a.correlation_id);
+    w.corr_after = hi > 0 ? lo - 1 : 0;
+    w.corr_last = hi;
+  }
+}
+
 std::vector<std::vector<std::size_t>> group_by_window(const std::vector<KernelRecord>& records,
                                                       const std::vector<SampleWindow>& windows) {
   std::vector<std::vector<std::size_t>> groups(windows.size());
+  const bool by_id = !windows.empty() && std::all_of(windows.begin(), windows.end(),
+                                                     [](const SampleWindow& w) { return w.has_ids(); });
   for (std::size_t r = 0; r < records.size(); ++r) {
+    if (by_id) {
+      const uint32_t id = records[r].correlation_id;
+      auto it = std::upper_bound(windows.begin(), windows.end(), id,
+                                 [](uint32_t v, const SampleWindow& w) { return v <= w.corr_after; });
+      if (it == windows.begin()) continue;
+      --it;
+      if (id > it->corr_after && id <= it->corr_last) groups[static_cast<std::size_t>(it - windows.begin())].push_back(r);
+      continue;
+    }
     const uint64_t start = records[r].start_ns;
     // The last window that begins at or before this start is the only candidate.
     auto it = std::upper_bound(windows.begin(), windows.end(), start,

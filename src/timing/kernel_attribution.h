@@ -1,6 +1,9 @@
-// Turning kernel activity records (CUPTI) into samples: a kernel belongs to the sample whose
-// host-side window [begin, end] holds its GPU start time. Pure host code, so it is unit-tested
-// without a GPU.
+// Turning kernel activity records (CUPTI) into samples. A kernel belongs to the sample whose
+// correlation-id range holds the id of the API call that launched it (exact: the launch calls
+// are the runtime API records that started inside the sample's host-side window). Without ids, the sample whose host-side window
+// [begin, end] holds the kernel's GPU start: GPU timestamps are mapped to the host clock with some
+// skew, so a helper kernel finishing just before a window may then land in it. Pure host code,
+// unit-tested without a GPU.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +28,22 @@ struct KernelRecord {
 struct SampleWindow {
   uint64_t begin_ns = 0;
   uint64_t end_ns = 0;
+  // Correlation ids: the last one issued before the sample's launch (exclusive) and the last one
+  // issued by it (inclusive). Both 0 when unknown: then the time window decides.
+  uint32_t corr_after = 0;
+  uint32_t corr_last = 0;
+  bool has_ids() const { return corr_last > corr_after; }
 };
+
+// A CUDA runtime API call seen by CUPTI: its host start time and correlation id.
+struct ApiRecord {
+  uint64_t start_ns = 0;
+  uint32_t correlation_id = 0;
+};
+
+// Sets each window's correlation-id range from the API calls that started inside it (host
+// timestamps on both sides, so no GPU clock skew is involved). Windows without calls keep 0.
+void assign_correlation_ranges(std::vector<SampleWindow>& windows, const std::vector<ApiRecord>& api);
 
 // For each window, the indices of the records whose start lies in it, in start order. Records
 // outside every window (cache flush, clock stamps, warm-ups) are left out.

@@ -45,6 +45,40 @@ TEST(KernelAttribution, WorkBeforeAndAfterTheWindowIsLeftOut) {
   EXPECT_DOUBLE_EQ(samples[1].seconds, 500e-9);
 }
 
+TEST(KernelAttribution, CorrelationIdsWinOverSkewedTimestamps) {
+  // Seen on an H200: GPU timestamps mapped to the host clock run a few microseconds late, so the
+  // clock stamp launched before the window appears inside it. Correlation ids are exact.
+  auto with_id = [](KernelRecord r, uint32_t id) {
+    r.correlation_id = id;
+    return r;
+  };
+  std::vector<SampleWindow> windows = {{1000, 2000}, {3000, 4000}};
+  // Runtime API calls (host timestamps): the stamp launches fall outside the windows, the
+  // variant's launches (and the closing synchronise) inside.
+  assign_correlation_ranges(windows, {{990, 10}, {1001, 12}, {1002, 13}, {1990, 14}, {2995, 20}, {3002, 22},
+                                      {3995, 23}, {4005, 24}});
+  EXPECT_EQ(windows[0].corr_after, 11u);
+  EXPECT_EQ(windows[0].corr_last, 14u);
+  EXPECT_EQ(windows[1].corr_after, 21u);
+  EXPECT_EQ(windows[1].corr_last, 23u);
+  const std::vector<KernelRecord> records = {
+      with_id(rec(1005, 1010, kStamp), 10),  // launched before the window, recorded inside it
+      with_id(rec(1020, 1500, kMain), 12),   with_id(rec(1500, 1700, kTail), 13),
+      with_id(rec(2990, 3010, kStamp), 20),  with_id(rec(3020, 3600, kMain), 22),
+      with_id(rec(3990, 3999, kStamp), 24),  // launched after the sample, recorded inside it
+  };
+  const auto groups = group_by_window(records, windows);
+  ASSERT_EQ(groups[0], std::vector<std::size_t>({1, 2}));
+  ASSERT_EQ(groups[1], std::vector<std::size_t>({4}));
+  const auto samples = samples_from_groups(records, groups);
+  EXPECT_NEAR(samples[0].seconds, 680e-9, 1e-15);
+  EXPECT_NEAR(samples[1].seconds, 580e-9, 1e-15);
+
+  // Without ids for every window, the time window decides (and the skewed stamp is counted).
+  windows[1].corr_last = 0;
+  EXPECT_EQ(group_by_window(records, windows)[0], std::vector<std::size_t>({0, 1, 2}));
+}
+
 TEST(KernelAttribution, MultiKernelSampleSpansFirstStartToLastEnd) {
   const std::vector<SampleWindow> windows = {{0 + 10, 10000}};
   // Delivered out of order on purpose; a gap of 1000 ns between the kernels counts in the span.
