@@ -41,9 +41,12 @@ WorkModel step_work(const Shape& s) {
   const double e = double(dtype_size(s.input_dtype)), st = double(dtype_size(s.state_dtype));
   const double slot = state_elems_per_slot(s) * st;
   WorkModel w;
+  // Padding rows (index -1: every 8th row of the `padded` pattern) read and write no state, so
+  // SPEC section 5's 2 B HV K V s counts active rows only; their q, k, v, o still move.
+  const double active = B - (s.indices == IndexPattern::padded ? double(s.batch / 8) : 0.0);
   w.bytes = B * T * (2.0 * s.h_qk * s.dk + double(s.h_v) * s.dv) * e + B * T * double(s.h_v) * s.dv * e +
-            gate_bytes(s, B * T) + B * slot;
-  if (!mtp || s.update_state) w.bytes += B * slot;
+            gate_bytes(s, B * T) + active * slot;
+  if (!mtp || s.update_state) w.bytes += active * slot;
   if (mtp && s.cache_intermediate) w.bytes += B * T * slot;
   w.flops = 6.0 * B * T * s.h_v * double(s.dk) * s.dv;
   w.flops_fi = w.flops;

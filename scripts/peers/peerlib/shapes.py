@@ -131,9 +131,11 @@ def work_model(shape):
     b = float(s["batch"])
     t = float(s["tokens"]) if mtp else 1.0
     slot = s["h_v"] * kv * DTYPE_BYTES[s["state_dtype"]]
-    nbytes = b * t * (2.0 * hk + hvv) * e + b * t * hvv * e + gate_bytes(s, b * t) + b * slot
+    # Padding rows (index -1, every 8th row of the `padded` pattern) move no state.
+    active = b - (b // 8 if s["indices"] == "padded" else 0)
+    nbytes = b * t * (2.0 * hk + hvv) * e + b * t * hvv * e + gate_bytes(s, b * t) + active * slot
     if not mtp or s["update_state"]:
-        nbytes += b * slot
+        nbytes += active * slot
     if mtp and s["cache_intermediate"]:
         nbytes += b * t * slot
     flops = 6.0 * b * t * s["h_v"] * kv
