@@ -14,6 +14,7 @@ BIN=${BIN:-.carry/gdn/bin}
 OUT_DIR=${OUT_DIR:-${OUT:-out}}
 mkdir -p "$OUT_DIR"
 G="$BIN/gdnbench"
+if [ ! -x "$G" ] && [ -f .carry/gdn.tar.xz ]; then tar -C .carry -xJf .carry/gdn.tar.xz; fi
 
 if [ -z "${GDNBENCH_CUPTI_PATH:-}" ]; then
   cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | head -n 1)

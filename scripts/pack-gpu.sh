@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here (CPU-only is fine: every CUDA target is compiled) and packs what a GPU host needs
-# into ${PACK_DIR:-.carry/gdn}: the gdnbench binary, the GPU test executables, configs and
-# scripts. The binary links cudart, yaml-cpp and libstdc++ statically and loads CUPTI at run time.
+# into ${PACK_DIR:-.carry/gdn} (and ${PACK_DIR}.tar.xz): the gdnbench binary and the GPU test
+# executables; scripts/gpu-session.sh unpacks the archive on the GPU host. The binary links cudart, yaml-cpp and libstdc++ statically and loads CUPTI at run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh "$@"
@@ -10,4 +10,6 @@ rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR/bin"
 cp "${BUILD_DIR:-build}/gdnbench" "$PACK_DIR/bin/"
 find "${BUILD_DIR:-build}/tests" -maxdepth 1 -type f -name 'gpu_test_*' -perm -u+x -exec cp {} "$PACK_DIR/bin/" \;
 strip "$PACK_DIR"/bin/* 2>/dev/null || true
-du -sh "$PACK_DIR"
+# The fat binaries compress about 4x; the archive is what travels to the GPU host.
+tar -C "$(dirname "$PACK_DIR")" -cJf "$PACK_DIR.tar.xz" "$(basename "$PACK_DIR")"
+du -sh "$PACK_DIR" "$PACK_DIR.tar.xz"
