@@ -19,3 +19,4 @@ gdn_add_variant(kernels/mtp/fast.cu ARCHS 80 90 100 120)
 
 # Recurrent prefill on CUDA cores for Turing and later (one binary: sm_75 SASS + compute_75 PTX).
 gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)
+gdn_add_variant(kernels/decode/cpu_crash.cpp TEST_ONLY)

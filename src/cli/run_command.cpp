@@ -17,7 +17,8 @@ struct RunArgs {
   std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer, mode = "cold";
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
-  bool no_verify = false, breakdown = false, quiet = false;
+  bool no_verify = false, breakdown = false, quiet = false, isolate = false;
+  int64_t only_point = -1;
   int64_t seed = -1;
 };
 
@@ -30,6 +31,26 @@ void add_common(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a.threads, "CPU worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", a.quiet, "No progress line and no tables");
+  cmd->add_flag("--isolate", a.isolate, "Run every case in a child process: a kernel fault is recorded and the sweep goes on");
+  // Internal: the child side of --isolate (hidden from --help).
+  cmd->add_option("--only-point", a.only_point)->group("");
+}
+
+// The parent's command line minus what only the parent does (outputs, resume, peer, isolate).
+std::vector<std::string> child_command(const std::vector<std::string>& argv) {
+  static const std::vector<std::string> with_value{"--json", "--csv", "--gbench", "--bigger-is-better", "--resume", "--peer"};
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--isolate") continue;
+    bool dropped = false;
+    for (auto& opt : with_value) {
+      if (a == opt) ++i, dropped = true;
+      else if (a.rfind(opt + "=", 0) == 0) dropped = true;
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
 }
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
@@ -55,6 +76,9 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   opt.resume_path = a.resume;
   opt.breakdown = a.breakdown;
   opt.progress = !a.quiet;
+  opt.isolate = a.isolate;
+  if (a.isolate) opt.child_argv = child_command(argv);
+  if (a.only_point >= 0) opt.only_point = std::size_t(a.only_point);
 
   RunReport report;
   report.tool_version = GDN_VERSION;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "run/isolate.h"
 #include "core/op.h"
 #include "run/problem.h"
 #include "run/progress.h"
@@ -142,6 +143,10 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
 int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) {
   auto plan = make_plan(cfg, opt);
   if (plan.empty()) throw input_error(fmt::format("{}: no (case, variant) pair matches the filters", cfg.path));
+  if (opt.only_point) {
+    if (*opt.only_point >= plan.size()) throw input_error(fmt::format("--only-point {} is past the plan ({} entries)", *opt.only_point, plan.size()));
+    plan = {plan[*opt.only_point]};
+  }
 
   std::set<std::string> done;
   if (!opt.resume_path.empty()) {
@@ -165,7 +170,16 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     if (done.count(resume_key(item.variant->name, item.shape.key(), std::string(to_string(opt.mode))))) continue;
     progress.update(i, fmt::format("{} {}", item.variant->name, item.shape.key()));
     CaseRecord r;
-    usable = run_one(item, opt, backends, r);
+    if (opt.isolate) {
+      r = run_isolated(opt.child_argv, i, [&](CaseRecord& err) {
+        // What the parent knows when the child left no record.
+        err.case_name = item.spec->name, err.variant = item.variant->name, err.shape = item.shape;
+        err.mode = std::string(to_string(opt.mode));
+        err.seed = opt.seed.value_or(item.spec->seed) + item.point;
+      });
+    } else {
+      usable = run_one(item, opt, backends, r);
+    }
     runtime_failure = runtime_failure || r.status == CaseStatus::error;
     verify_failure = verify_failure || r.status == CaseStatus::verify_failed;
     report.cases.push_back(std::move(r));

@@ -30,6 +30,12 @@ struct RunOptions {
   std::string resume_path;           // --resume: skip cases this report holds
   bool breakdown = false;            // per-kernel stage table
   bool progress = true;              // progress line on a terminal
+  // --isolate: every (point, variant) runs in a child process (this program re-run with
+  // child_argv plus --only-point I --json TMP), so a kernel fault or crash is recorded as that
+  // case's error and the sweep goes on.
+  bool isolate = false;
+  std::vector<std::string> child_argv;
+  std::optional<std::size_t> only_point;  // run only this index of the expanded plan
   // Verification budget: above this many reference state updates (tokens x heads x K x V), a
   // prefill case verifies a deterministic sample of heads.
   double verify_budget = 4.0e10;

@@ -128,4 +128,18 @@ TEST(Cli, RunThenCompareSameReportIsCleanAndRegressionExitsOne) {
   EXPECT_EQ(run("compare " + base + " /nonexistent.json").code, 3);
 }
 
+TEST(Cli, IsolateRecordsACrashingCaseAndFinishesTheSweep) {
+  auto json = tmp("isolate.json");
+  auto r = run("run --quiet --isolate --min-samples 3 --max-noise 50 --timeout 1 --config " +
+               src("tests/data/crash.yaml") + " --json " + json);
+  EXPECT_EQ(r.code, 4) << r.out;
+  auto j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["cases"].size(), 3u) << j.dump();
+  EXPECT_EQ(j["cases"][0]["status"], "ok");
+  EXPECT_EQ(j["cases"][1]["status"], "error");
+  EXPECT_EQ(j["cases"][1]["variant"], "decode/cpu_crash");
+  EXPECT_NE(j["cases"][1]["reason"].get<std::string>().find("signal"), std::string::npos) << j["cases"][1].dump();
+  EXPECT_EQ(j["cases"][2]["status"], "ok") << "the sweep goes on after the crash";
+}
+
 }  // namespace
