@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_support.h"
 #include "core/errors.h"
 #include "device/calibrate.h"
 #include "device/cuda_check.h"
@@ -25,7 +26,8 @@
 namespace gdn {
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::contains;
+using test::ScopedEnv;
 
 TEST(CudaCheck, MessageNamesCallErrorAndPlace) {
   try {
@@ -52,26 +54,6 @@ TEST(CudaCheck, FailingRuntimeCallIsNamed) {
   cudaGetLastError();
 }
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 TEST(CuptiLoader, DisableVariableForcesTheFallbackWithAReason) {
   ScopedEnv off(kDisableCuptiEnv, "1");

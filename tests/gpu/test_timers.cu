@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "core/registry.h"
 #include "device/calibrate.h"
 #include "device/cuda_check.h"
@@ -72,27 +73,9 @@ double median_seconds(const std::vector<Sample>& samples) {
   return t.empty() ? 0 : t[t.size() / 2];
 }
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using test::contains;
+using test::ScopedEnv;
 
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 class GpuTest : public ::testing::Test {
  protected:
