@@ -31,13 +31,15 @@ struct WarpTask {
   int h = 0, hk = 0, tile = 0;
   int64_t slot = -1;
 };
-__device__ __forceinline__ bool warp_task(const decode::Args& a, int tiles, WarpTask& w) {
-  const int64_t gw = int64_t(blockIdx.x) * kWarps + (threadIdx.x >> 5);
-  if (gw >= a.B * a.HV * tiles) return false;
-  w.tile = int(gw % tiles);
-  const int64_t bh = gw / tiles;
-  w.h = int(bh % a.HV);
-  w.b = bh / a.HV;
+// Warp ids are 32-bit (step_support caps the number of tiles): 64-bit division is a long
+// software sequence, and it sits before the slot load on every warp's critical path.
+template <int W = kWarps> __device__ __forceinline__ bool warp_task(const decode::Args& a, int tiles, WarpTask& w) {
+  const uint32_t gw = blockIdx.x * uint32_t(W) + (threadIdx.x >> 5);
+  if (gw >= uint32_t(a.B * a.HV * tiles)) return false;
+  const uint32_t bh = gw / uint32_t(tiles), hv = uint32_t(a.HV);
+  w.tile = int(gw - bh * uint32_t(tiles));
+  w.b = bh / hv;
+  w.h = int(bh - uint32_t(w.b) * hv);
   w.hk = w.h / (a.HV / a.H);
   w.slot = a.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(a.indices)[w.b])
                                        : static_cast<const int64_t*>(a.indices)[w.b];
@@ -67,8 +69,8 @@ struct LazyDecay {
 };
 
 // ---- vk layout -------------------------------------------------------------------------------
-template <class TS, int ROWS>
-__global__ void __launch_bounds__(kWarps * 32) step_vk_kernel(const decode::Args a) {
+template <class TS, int ROWS, class M = InPlaceMem, int W = kWarps>
+__global__ void __launch_bounds__(W * 32) step_vk_kernel(const decode::Args a) {
   using C = Chunk<TS>;
   constexpr int LPR = 8;             // lanes per state row
   constexpr int E = C::E;            // values per 16-byte chunk
@@ -81,11 +83,12 @@ __global__ void __launch_bounds__(kWarps * 32) step_vk_kernel(const decode::Args
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPR, rg = lane / LPR;
   WarpTask w;
-  if (!warp_task(a, a.V / RPW, w)) return;
+  if (!warp_task<W>(a, a.V / RPW, w)) return;
   const int row0 = w.tile * RPW;
   const int TC = a.T < kStageTokens ? a.T : kStageTokens;
   const Stage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(TC, RPW), TC, RPW);
   st.start(a, w.b, w.hk, w.h, row0, 0, TC, lane);
+  const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
 
   // This lane's element offset of (row r, chunk c) inside the head.
   auto elem = [&](int r, int c) { return (row0 + rg + RPI * r) * kHeadK + (cl + LPR * c) * E; };
@@ -111,8 +114,8 @@ __global__ void __launch_bounds__(kWarps * 32) step_vk_kernel(const decode::Args
 #pragma unroll
   for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-    for (int c = 0; c < NC; ++c) raw[r][c] = load16(pool + elem(r, c));
-  const WarpGates gates = load_gates(a, w.b, w.h, lane);
+    for (int c = 0; c < NC; ++c) raw[r][c] = M::load16(pool + elem(r, c));
+  const WarpGates gates = gates_of(a, gate_in, lane);
 
   float s[ROWS][KPL];
 #pragma unroll
@@ -129,7 +132,7 @@ __global__ void __launch_bounds__(kWarps * 32) step_vk_kernel(const decode::Args
         float x[E];
 #pragma unroll
         for (int e = 0; e < E; ++e) x[e] = c * s[r][ch * E + e];
-        store16(dst + elem(r, ch), C::narrow(x));
+        M::store16(dst + elem(r, ch), C::narrow(x));
       }
   };
 
@@ -187,8 +190,8 @@ __global__ void __launch_bounds__(kWarps * 32) step_vk_kernel(const decode::Args
 // ---- kv layout -------------------------------------------------------------------------------
 // LPK lanes per K row, each one 16-byte chunk of E columns; a warp covers CW = LPK * E columns
 // and all K rows, NR consecutive rows per lane.
-template <class TS, int LPK>
-__global__ void __launch_bounds__(kWarps * 32) step_kv_kernel(const decode::Args a) {
+template <class TS, int LPK, class M = InPlaceMem, int W = kWarps>
+__global__ void __launch_bounds__(W * 32) step_kv_kernel(const decode::Args a) {
   using C = Chunk<TS>;
   constexpr int E = C::E;          // columns per lane (one 16-byte chunk)
   constexpr int CW = LPK * E;      // columns per warp
@@ -199,11 +202,12 @@ __global__ void __launch_bounds__(kWarps * 32) step_kv_kernel(const decode::Args
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPK, rg = lane / LPK;
   WarpTask w;
-  if (!warp_task(a, a.V / CW, w)) return;
+  if (!warp_task<W>(a, a.V / CW, w)) return;
   const int col0 = w.tile * CW;
   const int TC = a.T < kStageTokens ? a.T : kStageTokens;
   const Stage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(TC, CW), TC, CW);
   st.start(a, w.b, w.hk, w.h, col0, 0, TC, lane);
+  const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
 
   auto elem = [&](int i) { return (rg * NR + i) * a.V + col0 + cl * E; };
 
@@ -224,8 +228,8 @@ __global__ void __launch_bounds__(kWarps * 32) step_kv_kernel(const decode::Args
   TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h);
   uint4 raw[NR];
 #pragma unroll
-  for (int i = 0; i < NR; ++i) raw[i] = load16(pool + elem(i));
-  const WarpGates gates = load_gates(a, w.b, w.h, lane);
+  for (int i = 0; i < NR; ++i) raw[i] = M::load16(pool + elem(i));
+  const WarpGates gates = gates_of(a, gate_in, lane);
 
   float s[NR][E];
 #pragma unroll
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(kWarps * 32) step_kv_kernel(const decode::Args
       float x[E];
 #pragma unroll
       for (int e = 0; e < E; ++e) x[e] = c * s[i][e];
-      store16(dst + elem(i), C::narrow(x));
+      M::store16(dst + elem(i), C::narrow(x));
     }
   };
 
@@ -288,15 +292,7 @@ __global__ void __launch_bounds__(kWarps * 32) step_kv_kernel(const decode::Args
       for (int i = 0; i < NR; ++i)
 #pragma unroll
         for (int e = 0; e < E; ++e) s[i][e] = fmaf(dk[e], kr[i], s[i][e]);
-      if (rg == 0) {
-        uint16_t* dst = a.o + ((w.b * a.T + t) * a.HV + w.h) * a.V + col0 + cl * E;
-        if constexpr (E == 4) {
-          *reinterpret_cast<uint2*>(dst) = make_uint2(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]));
-        } else {
-          *reinterpret_cast<uint4*>(dst) = make_uint4(pack_bf16x2(o[0], o[1]), pack_bf16x2(o[2], o[3]),
-                                                      pack_bf16x2(o[4], o[5]), pack_bf16x2(o[6], o[7]));
-        }
-      }
+      if (rg == 0) store_bf16<E>(a.o + ((w.b * a.T + t) * a.HV + w.h) * a.V + col0 + cl * E, o);
       if (a.intermediate) store_state(static_cast<TS*>(a.intermediate) + head_offset(a, w.b * a.T + t, w.h), c);
     }
   }

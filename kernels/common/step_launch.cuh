@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "common/step_decode.cuh"
 #include "common/step_kernel.cuh"
+#include "common/step_mtp_mma.cuh"
 #include "core/registry.h"
 #include "core/shape.h"
 
@@ -21,28 +23,48 @@ inline std::string step_support(const Shape& s) {
   if (s.dv % 16 != 0) return "head size V must be a multiple of 16";
   if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16) return "state must be f32 or bf16";
   if (s.op == OpKind::mtp && s.tokens > 64) return "at most 64 tokens";
+  // warp ids are 32-bit: rows x value heads x (V / 4) tiles must stay below 2^31
+  if (s.batch * s.h_v * (s.dv / 4) >= (int64_t(1) << 31)) return "too many (row, head) tiles for 32-bit warp ids";
   return "";
 }
 
 // Tile depth: vk rows per lane (a warp covers 4 x depth rows: 1, 2 or 4), kv lanes per K row
-// (a warp covers depth x E columns: 2 or 4, bf16 always 2). Deeper tiles keep more bytes in
+// (a warp covers depth x E columns: 2 or 4; the bf16 T-token kernel only 2). Deeper tiles keep more bytes in
 // flight per warp; shallower ones make more warps, which small batches need to fill the GPU.
+// mma: the tensor-core chunked kernel (step_mtp_mma.cuh) instead of the CUDA-core T-token one.
 struct StepConfig {
   int depth = 4;
+  bool mma = false;
 };
 
-// Measured on H200 (docs/notes/decode-mtp.md): depth 4 from 512 (row, head) pairs up, depth 2
-// below (depth 1 for fp32 at 32 pairs or fewer, i.e. B = 1 with 32 heads).
+// From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128: T = 8 186 vs 201 us,
+// T = 16 244 vs 348 us; at T <= 6 its fixed cost per tile loses (T = 4: 168 vs 148 us).
+constexpr int kMmaMinTokens = 8;
+
+// Which kernel serves the call: single-token calls without a cache take the decode kernels (the
+// tile kept as loaded), except fp32 kv, where step_kv_kernel is as fast; the rest the T-token
+// kernels.
+inline bool uses_decode_kernel(const decode::Args& a) {
+  return a.T == 1 && a.intermediate == nullptr && (a.layout == Layout::vk || a.state_dtype == DType::bf16);
+}
+
+// Measured on H200 with the shipped access policy (docs/notes/decode-mtp.md, rounds 6-8).
 inline StepConfig choose_config(const decode::Args& a) {
   const int64_t heads = a.B * a.HV;
+  const bool bf16 = a.state_dtype == DType::bf16;
   StepConfig c;
   if (a.layout == Layout::kv) {
-    c.depth = a.state_dtype == DType::bf16 || heads <= 32 ? 2 : 4;
+    if (uses_decode_kernel(a)) c.depth = heads <= 64 ? 2 : 4;  // bf16 decode_kv_kernel
+    else c.depth = bf16 || heads <= 32 ? 2 : 4;
+  } else if (uses_decode_kernel(a)) {
+    if (bf16) c.depth = heads <= 128 ? 2 : 4;
+    else c.depth = heads <= 32 ? 1 : heads <= 128 ? 2 : 4;
   } else if (heads > 256) {
     c.depth = 4;
   } else {
-    c.depth = a.state_dtype == DType::f32 && heads <= 32 ? 1 : 2;
+    c.depth = !bf16 && heads <= 32 ? 1 : 2;
   }
+  c.mma = a.T >= kMmaMinTokens && vk_mma_supported(a);
   return c;
 }
 
@@ -50,12 +72,31 @@ inline int64_t warps_for(const decode::Args& a, int rows_or_cols_per_warp) {
   return a.B * a.HV * (a.V / rows_or_cols_per_warp);
 }
 
-template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t st) {
+// Warps per block: the T-token vk kernel runs one warp per block (its warps finish at different
+// times, and a block's registers are only freed when its last warp is done: 145 vs 148 us at
+// mtp B = 128, T = 4); the others four.
+constexpr int kVkTokenWarps = 1;
+
+template <class TS, int ROWS> void launch_decode_vk(const decode::Args& a, cudaStream_t st) {
   constexpr int rows_per_warp = 4 * ROWS;
   const int64_t warps = warps_for(a, rows_per_warp);
+  const int smem = kWarps * stage_bytes(1, rows_per_warp);
+  decode_vk_kernel<TS, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
+}
+
+template <class TS, int LPK> void launch_decode_kv(const decode::Args& a, cudaStream_t st) {
+  constexpr int cols_per_warp = LPK * Chunk<TS>::E;
+  const int64_t warps = warps_for(a, cols_per_warp);
+  const int smem = kWarps * stage_bytes(1, cols_per_warp);
+  decode_kv_kernel<TS, LPK><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
+}
+
+template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t st) {
+  constexpr int rows_per_warp = 4 * ROWS, W = kVkTokenWarps;
+  const int64_t warps = warps_for(a, rows_per_warp);
   const int tc = a.T < kStageTokens ? a.T : kStageTokens;
-  const int smem = kWarps * stage_bytes(tc, rows_per_warp);
-  step_vk_kernel<TS, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
+  const int smem = W * stage_bytes(tc, rows_per_warp);
+  step_vk_kernel<TS, ROWS, InPlaceMem, W><<<unsigned((warps + W - 1) / W), W * 32, smem, st>>>(a);
 }
 
 template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t st) {
@@ -70,7 +111,27 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 inline void launch_step(const decode::Args& a, const StepConfig& c, cudaStream_t st) {
   if (a.B == 0) return;
   const bool bf16 = a.state_dtype == DType::bf16;
-  if (a.layout == Layout::vk) {
+  if (c.mma) {
+    if (!vk_mma_supported(a)) throw std::runtime_error("fast step: the tensor-core kernel does not take this call");
+    if (bf16) launch_vk_mma<uint16_t, InPlaceMem, 1>(a, st);
+    else launch_vk_mma<float, InPlaceMem, 1>(a, st);
+  } else if (uses_decode_kernel(a) && a.layout == Layout::kv) {
+    switch (c.depth) {
+      case 2: launch_decode_kv<uint16_t, 2>(a, st); break;
+      case 4: launch_decode_kv<uint16_t, 4>(a, st); break;
+      default: throw std::runtime_error("fast step: unsupported kv depth " + std::to_string(c.depth));
+    }
+  } else if (uses_decode_kernel(a)) {
+    switch (c.depth * 2 + bf16) {
+      case 2: launch_decode_vk<float, 1>(a, st); break;
+      case 4: launch_decode_vk<float, 2>(a, st); break;
+      case 8: launch_decode_vk<float, 4>(a, st); break;
+      case 3: launch_decode_vk<uint16_t, 1>(a, st); break;
+      case 5: launch_decode_vk<uint16_t, 2>(a, st); break;
+      case 9: launch_decode_vk<uint16_t, 4>(a, st); break;
+      default: throw std::runtime_error("fast step: unsupported vk depth " + std::to_string(c.depth));
+    }
+  } else if (a.layout == Layout::vk) {
     switch (c.depth * 2 + bf16) {
       case 2: launch_vk<float, 1>(a, st); break;
       case 4: launch_vk<float, 2>(a, st); break;

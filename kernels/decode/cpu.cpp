@@ -16,7 +16,7 @@ VariantRegistration reg{Variant{
     .op = OpKind::decode,
     .backend = Backend::cpu,
     .description = "host fp32 state step, threads over (row, value head); any K, V, layout, f32/bf16 pool",
-    // Every shape the op accepts (OpDef::validate) is supported: no supports() needed.
+    .supports = {},  // every shape the op accepts (OpDef::validate) is supported
     .launch = launch,
     .tolerances = {},  // pool keeps the op default: a bf16 pool needs it
 }};

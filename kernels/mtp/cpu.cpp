@@ -16,7 +16,7 @@ VariantRegistration reg{Variant{
     .op = OpKind::mtp,
     .backend = Backend::cpu,
     .description = "host fp32 multi-token step, threads over (row, value head); intermediate cache, any layout",
-    // Every shape the op accepts (OpDef::validate) is supported: no supports() needed.
+    .supports = {},  // every shape the op accepts (OpDef::validate) is supported
     .launch = launch,
     .tolerances = {},  // pool keeps the op default: a bf16 pool needs it
 }};

@@ -39,11 +39,13 @@ struct DepthCase {
   std::string label;
   Shape shape;
   int depth;
+  bool mma = false;  // the tensor-core kernel (depth unused)
 };
 
-std::vector<int> depths_of(Layout layout, DType state) {
+// Every depth launch_step accepts for the op: bf16 kv decode also has depth 4 (decode_kv_kernel).
+std::vector<int> depths_of(OpKind op, Layout layout, DType state) {
   if (layout == Layout::vk) return {1, 2, 4};
-  return state == DType::f32 ? std::vector<int>{2, 4} : std::vector<int>{2};
+  return state == DType::f32 || op == OpKind::decode ? std::vector<int>{2, 4} : std::vector<int>{2};
 }
 
 std::vector<DepthCase> depth_cases() {
@@ -58,6 +60,11 @@ std::vector<DepthCase> depth_cases() {
       d.indices = IndexPattern::padded;
       d.pool = 12;
       shapes.push_back({"decode_raw_padded_i32", d});
+      Shape e = step_shape(OpKind::decode, 3, 1, 4, 8, layout, state);  // log gate, strong decay, V = 64
+      e.dv = 64;
+      e.inputs = InputDist::strong_decay;
+      e.pool = 9;
+      shapes.push_back({"decode_log_strong_decay_v64", e});
       Shape m = step_shape(OpKind::mtp, 3, 20, 2, 4, layout, state);  // two staging rounds, V = 64
       m.dv = 64;
       m.cache_intermediate = true;
@@ -71,8 +78,29 @@ std::vector<DepthCase> depth_cases() {
       r.inputs = InputDist::strong_decay;
       shapes.push_back({"mtp_t40_cache_read_only_strong_decay_v32", r});
       for (const auto& [label, s] : shapes)
-        for (int depth : depths_of(layout, state))
+        for (int depth : depths_of(s.op, layout, state))
           out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
+      if (layout != Layout::vk) continue;
+      // The tensor-core kernel (vk, no cache): chunks of 8 with a remainder, several staging
+      // rounds, gates past lane 31, update off, strong decay, raw gate, padding, V = 64 / 32.
+      Shape m1 = step_shape(OpKind::mtp, 5, 9, 2, 8, layout, state);
+      m1.indices = IndexPattern::padded;
+      m1.pool = 8;
+      m1.inputs = InputDist::strong_decay;
+      Shape m2 = step_shape(OpKind::mtp, 3, 20, 2, 4, layout, state);
+      m2.dv = 64;
+      m2.gate = GateForm::raw;
+      m2.index_dtype = DType::i32;
+      Shape m3 = step_shape(OpKind::mtp, 2, 40, 1, 4, layout, state);
+      m3.dv = 32;
+      m3.update_state = false;
+      Shape m4 = step_shape(OpKind::mtp, 4, 8, 4, 8, layout, state);
+      m4.l2norm = false;
+      m4.inputs = InputDist::no_decay;
+      for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
+               {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
+               {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4}})
+        out.push_back({label + "_" + tag + "_mma", s, 0, true});
     }
   return out;
 }
@@ -99,7 +127,7 @@ TEST_P(FastDepths, MatchesReference) {
   Problem p(c.shape, *backend_, kSeed);
   p.reset_device();
   const decode::Args a = decode::make_args(c.shape, p.device());
-  fast::launch_step(a, fast::StepConfig{c.depth}, static_cast<cudaStream_t>(backend_->launch_context().stream));
+  fast::launch_step(a, fast::StepConfig{c.depth, c.mma}, static_cast<cudaStream_t>(backend_->launch_context().stream));
   backend_->synchronize();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   p.download();
@@ -145,14 +173,38 @@ decode::Args args_of(int64_t batch, int h_v, Layout layout, DType state) {
 
 TEST(FastStep, DepthFollowsTheNumberOfHeads) {
   using fast::choose_config;
+  // single-token vk calls: decode_vk_kernel
+  EXPECT_TRUE(fast::uses_decode_kernel(args_of(1, 32, Layout::vk, DType::f32)));
   EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::f32)).depth, 1);
   EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::bf16)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(8, 32, Layout::vk, DType::f32)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(16, 32, Layout::vk, DType::f32)).depth, 4);
+  EXPECT_EQ(choose_config(args_of(4, 32, Layout::vk, DType::f32)).depth, 2);
+  EXPECT_EQ(choose_config(args_of(8, 32, Layout::vk, DType::f32)).depth, 4);
+  EXPECT_EQ(choose_config(args_of(64, 32, Layout::vk, DType::f32)).depth, 4);
   EXPECT_EQ(choose_config(args_of(256, 32, Layout::vk, DType::bf16)).depth, 4);
+  // T tokens: the register-resident T-token kernel
+  decode::Args m = args_of(8, 32, Layout::vk, DType::f32);
+  m.T = 4;
+  EXPECT_FALSE(fast::uses_decode_kernel(m));
+  EXPECT_EQ(choose_config(m).depth, 2);
+  m.B = 16;
+  EXPECT_EQ(choose_config(m).depth, 4);
   EXPECT_EQ(choose_config(args_of(1, 32, Layout::kv, DType::f32)).depth, 2);
   EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::f32)).depth, 4);
-  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::bf16)).depth, 2);
+  EXPECT_FALSE(fast::uses_decode_kernel(args_of(64, 32, Layout::kv, DType::f32)));
+  // bf16 kv single-token calls: decode_kv_kernel, 4 lanes per K row from 64 heads up
+  EXPECT_TRUE(fast::uses_decode_kernel(args_of(64, 32, Layout::kv, DType::bf16)));
+  EXPECT_EQ(choose_config(args_of(2, 32, Layout::kv, DType::bf16)).depth, 2);
+  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::bf16)).depth, 4);
+  EXPECT_FALSE(choose_config(m).mma);
+  m.T = 8;  // from 8 tokens on: the tensor-core kernel, unless the cache is asked for
+  EXPECT_TRUE(choose_config(m).mma);
+  int cache = 0;
+  m.intermediate = &cache;
+  EXPECT_FALSE(choose_config(m).mma);
+  m.intermediate = nullptr, m.T = 4;
+  m.layout = Layout::kv, m.state_dtype = DType::bf16;
+  EXPECT_FALSE(fast::uses_decode_kernel(m));
+  EXPECT_EQ(choose_config(m).depth, 2);
 }
 
 TEST(FastStep, RejectsUnknownDepthsAndSkipsEmptyBatches) {

@@ -1,0 +1,398 @@
+// Multi-token verify (mtp) for the vk layout on tensor cores (mma.sync m16n8k8 TF32, sm_80+), in
+// the chunked (WY-like) form. step_vk_kernel spends three FMAs per state element per token and is
+// compute-bound from T = 4 up; here a chunk of C <= 8 tokens reads the state through two small
+// GEMMs, so T = 2..16 costs about one pass over the state in registers.
+//
+// Work split: one warp owns 16 rows x 128 K of one (row b, value head h) state, held in 64 fp32
+// registers as the A fragments of 16 k-steps (lane 4g + t: rows g and g + 8). Per chunk:
+//   1. P = S0 [k_1..k_C], Q = S0 [q_1..q_C] with the raw bf16 k, q (exact in TF32). S0 is split
+//      into its TF32 rounding and the remainder, one MMA each, which keeps fp32 accuracy (the
+//      small x small term of 3xTF32 is not needed: k and q are exact). The Gram matrix of the
+//      chunk's k and q comes from the same B fragments, one more MMA per k-step.
+//   2. A scalar recurrence on the dots per row (O(C^2), no divisions: strong decay underflows the
+//      prefix products a division would need) gives the deltas d_m and the outputs.
+//   3. S = A_C S0 + sum_m w_m k^_m (A_C: the chunk's decay product, w_m = d_m times the decays
+//      after m): the state registers are the accumulator of MMAs with A = W, B = raw k.
+// The K order inside the MMAs is free (dot products don't care) as long as every operand uses
+// the same permutation: ph() puts one 16-byte pool chunk in each lane.
+#pragma once
+
+#include <type_traits>
+
+#include "common/ptx/mma_tf32.cuh"
+#include "common/step_kernel.cuh"
+
+namespace gdn::fast {
+namespace mma_vk {
+
+constexpr int kRows = 16;            // state rows per warp: M of the MMA
+constexpr int kSteps = kHeadK / 8;   // k-steps of 8 along K
+constexpr int kChunk = 8;            // tokens per chunk: K of the state-update MMA
+// Byte stride of the staged q/k vectors: the 8 vectors of one fragment load sit 256 + 32 bytes
+// apart, on different banks (at the 512-byte stride of Stage they would be an 8-way conflict).
+constexpr int kVecBytes = kHeadK * 2 + 32;
+
+// Shared memory of one warp staging `tokens` tokens: k and q vectors, the chunk's Gram table
+// [2][kChunk][kChunk] fp32, the v slices of the warp's rows, the norms (rk, rq).
+__host__ __device__ constexpr int stage_bytes(int tokens) {
+  return (tokens * (2 * kVecBytes + 2 * kRows + 8) + 2 * kChunk * kChunk * 4 + 15) / 16 * 16;
+}
+
+// Physical K index of logical column x (0: t, 1: t + 4) of k-step s in lane quad position t;
+// KPG = k-steps per 16-byte pool chunk (2 for fp32, 4 for bf16), so that lane t's chunk j holds
+// k-steps KPG j .. KPG j + KPG - 1.
+template <int KPG> __device__ __forceinline__ constexpr int ph(int t, int s, int x) {
+  return 8 * KPG * (s / KPG) + 2 * KPG * t + 2 * (s % KPG) + x;
+}
+
+// Per-warp staging area (same role as Stage, with the bank-friendly vector stride).
+struct TokenStage {
+  char* base;
+  int tokens;
+  __device__ TokenStage(void* p, int tokens_) : base(static_cast<char*>(p)), tokens(tokens_) {}
+  __device__ uint16_t* k(int j) const { return reinterpret_cast<uint16_t*>(base + j * kVecBytes); }
+  __device__ uint16_t* q(int j) const { return reinterpret_cast<uint16_t*>(base + (tokens + j) * kVecBytes); }
+  __device__ float* gram() const { return reinterpret_cast<float*>(base + 2 * tokens * kVecBytes); }
+  __device__ uint16_t* v() const { return reinterpret_cast<uint16_t*>(gram() + 2 * kChunk * kChunk); }
+  __device__ float2* norms() const { return reinterpret_cast<float2*>(v() + tokens * kRows); }
+
+  // Asynchronous copies of tokens [t0, t0 + n) of row b: k and q of q/k head hk, v[h][v0, v0 + 16).
+  __device__ void start(const decode::Args& a, int64_t b, int hk, int h, int v0, int t0, int n, int lane) const {
+    for (int j = 0; j < n; ++j) {
+      const int64_t row = b * a.T + t0 + j;
+      const uint16_t* src = (lane < 16 ? a.k : a.q) + (row * a.H + hk) * kHeadK + (lane & 15) * 8;
+      __pipeline_memcpy_async((lane < 16 ? k(j) : q(j)) + (lane & 15) * 8, src, 16);
+    }
+    if (lane < 2 * n) {
+      const int j = lane >> 1, half = lane & 1;
+      const uint16_t* src = a.v + ((b * a.T + t0 + j) * a.HV + h) * a.V + v0 + half * 8;
+      __pipeline_memcpy_async(v() + j * kRows + half * 8, src, 16);
+    }
+    __pipeline_commit();
+  }
+
+  // Waits for start()'s copies, then the norms of the n tokens (as Stage::finish).
+  __device__ void finish(int n, bool l2norm, float scale, int lane) const {
+    __pipeline_wait_prior(0);
+    __syncwarp();
+    const TokenSums t = token_sums(n, [&](int j) { return k(j); }, [&](int j) { return q(j); }, lane);
+    if (t.token >= 0)
+      norms()[t.token] = make_float2(l2norm ? rsqrtf(t.kk + 1e-6f) : 1.f, (l2norm ? rsqrtf(t.qq + 1e-6f) : 1.f) * scale);
+    __syncwarp();
+  }
+};
+
+// The warp's 16 x 128 state tile: s[k-step][A register], A registers a0 = (row g, x 0),
+// a1 = (row g + 8, x 0), a2 = (row g, x 1), a3 = (row g + 8, x 1). As an m16n8 accumulator of
+// n-tile s the same registers are c0 = a0, c1 = a2, c2 = a1, c3 = a3 (column 2t' + y of n-tile s
+// is physical ph(t', s, y)).
+template <class TS> struct Tile {
+  using C = Chunk<TS>;
+  static constexpr int KPG = C::E / 2;
+  float s[kSteps][4];
+
+  template <class M> __device__ void load(const TS* p, int g, int t) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int j = 0; j < kSteps / KPG; ++j) {
+        float x[C::E];
+        C::widen(M::load16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0)), x);
+#pragma unroll
+        for (int e = 0; e < C::E; ++e) s[KPG * j + e / 2][r + 2 * (e & 1)] = x[e];
+      }
+  }
+  template <class M> __device__ void store(TS* p, int g, int t) const {
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int j = 0; j < kSteps / KPG; ++j) {
+        float x[C::E];
+#pragma unroll
+        for (int e = 0; e < C::E; ++e) x[e] = s[KPG * j + e / 2][r + 2 * (e & 1)];
+        M::store16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0), C::narrow(x));
+      }
+  }
+};
+
+// x = TF32(x) + rest; the MMA truncates `rest` to TF32 itself (its error is 2^-21 |x|).
+__device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& rest) {
+  big = ptx::tf32_round(x);
+  rest = __float_as_uint(x - __uint_as_float(big));
+}
+
+// bf16 halves of a 32-bit shared-memory word as TF32 (exact) operands.
+__device__ __forceinline__ uint32_t lo_tf32(uint32_t w) { return w << 16; }
+__device__ __forceinline__ uint32_t hi_tf32(uint32_t w) { return w & 0xffff0000u; }
+
+// KPG consecutive 32-bit words (8 or 16 bytes) of shared memory.
+template <int KPG> __device__ __forceinline__ void lds_words(const uint16_t* p, uint32_t (&w)[KPG]) {
+  if constexpr (KPG == 2) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    w[0] = u.x, w[1] = u.y;
+  } else {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+  }
+}
+
+// One chunk of C tokens (stage slots c0.., global tokens tg0..) applied to the tile.
+// NT: n-tiles of the dot MMAs (1: C <= 4, columns k_0..3 q_0..3; 2: k_0..7 | q_0..7).
+// EXACT: the tile is exact in TF32 (a bf16 pool before its first update): no remainder MMAs.
+// SPLIT: the dot and Gram MMAs accumulate into several independent fragments, summed at the end:
+// one accumulator would chain all 32 MMAs of an n-tile, each waiting for the previous one.
+template <class TS, int NT, bool EXACT, bool SPLIT>
+__device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
+                                            const TokenStage& st, const WarpGates& gates, int c0, int tg0, int C,
+                                            int lane) {
+  constexpr int KPG = Tile<TS>::KPG;
+  constexpr int H = 4 * NT;  // first q column
+  constexpr int MC = 4 * NT; // chunk tokens this instantiation handles
+  const int g = lane >> 2, t = lane & 3;
+  const float2* nrm = st.norms() + c0;
+  auto rk = [&](int tok) { return tok < C ? nrm[tok].x : 0.f; };
+  auto rq = [&](int tok) { return tok < C ? nrm[tok].y : 0.f; };
+
+  float ga[MC], gb[MC];  // decay, beta (1 and 0 past the chunk)
+#pragma unroll
+  for (int m = 0; m < MC; ++m) {
+    const TokenGate x = gates.at(tg0 + m);
+    ga[m] = m < C ? x.decay : 1.f;
+    gb[m] = m < C ? x.beta : 0.f;
+  }
+
+  // ---- 1. dots with S0 and the Gram matrix. B column g of n-tile nt: k or q of one token.
+  const uint16_t* bvec[NT];
+  bool bok[NT];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const int col = 8 * nt + g, tok = col < H ? col : col - H;
+    bok[nt] = tok < C;
+    bvec[nt] = !bok[nt] ? st.k(c0) : col < H ? st.k(c0 + tok) : st.q(c0 + tok);
+  }
+  constexpr int NA = !SPLIT ? 1 : NT == 1 ? 4 : 2;  // accumulators per n-tile: [k-step parity][big, rest]
+  constexpr int NG = SPLIT ? 2 : 1;
+  float part[NT][NA][4] = {}, gpart[NG][4] = {};
+#pragma unroll
+  for (int j = 0; j < kSteps / KPG; ++j) {
+    uint32_t wv[NT][KPG];
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      lds_words<KPG>(bvec[nt] + ph<KPG>(t, KPG * j, 0), wv[nt]);
+#pragma unroll
+      for (int e = 0; e < KPG; ++e) wv[nt][e] = bok[nt] ? wv[nt][e] : 0u;
+    }
+#pragma unroll
+    for (int e = 0; e < KPG; ++e) {
+      const float* sv = tile.s[KPG * j + e];
+      uint32_t b[NT][2];
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) b[nt][0] = lo_tf32(wv[nt][e]), b[nt][1] = hi_tf32(wv[nt][e]);
+      uint32_t big[4], rest[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if constexpr (EXACT) big[i] = __float_as_uint(sv[i]);
+        else split_tf32(sv[i], big[i], rest[i]);
+      }
+      const int par = (KPG * j + e) & 1;
+#pragma unroll
+      for (int nt = 0; nt < NT; ++nt) {
+        ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
+        if constexpr (!EXACT) ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
+      }
+      // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
+      const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
+      ptx::mma_m16n8k8_tf32(gpart[NG == 2 ? par : 0], ag, b[0]);
+    }
+  }
+  float acc[NT][4], gram[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      acc[nt][i] = part[nt][0][i];
+#pragma unroll
+      for (int p = 1; p < NA; ++p) acc[nt][i] += part[nt][p][i];
+    }
+    gram[i] = gpart[0][i];
+#pragma unroll
+    for (int p = 1; p < NG; ++p) gram[i] += gpart[p][i];
+  }
+
+  // ---- Gram table G[nt][m][c]: coefficient of d_m in the update of the lane column (nt, c).
+  float* G = st.gram();
+  __syncwarp();  // the previous chunk's readers are done
+#pragma unroll
+  for (int y = 0; y < 2; ++y) {
+    const int col = 2 * t + y;
+    if constexpr (NT == 1) {  // rows and columns [k_0..3, q_0..3]; only k rows are read
+      auto f = [&](int i) { return i < 4 ? rk(i) : rq(i - 4); };
+      G[g * kChunk + col] = gram[y] * f(g) * f(col);
+    } else {
+      G[g * kChunk + col] = gram[y] * rk(g) * rk(col);                           // k_g . k_col
+      G[(kChunk + col) * kChunk + g] = gram[2 + y] * rk(col) * rq(g);            // q_g . k_col
+    }
+  }
+  __syncwarp();
+
+  // ---- 2. recurrence. Lane (g, t) holds columns 8 nt + 2t + y of rows g (r 0) and g + 8 (r 1):
+  // x = s.k^ (k columns) or s.q^ (q columns) of the current state s. tokq: the token of a q
+  // column (final once the recurrence passes it), kChunk for k columns.
+  float x[NT][2][2];
+  int tokq[NT][2];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int y = 0; y < 2; ++y) {
+      const int col = 8 * nt + 2 * t + y;
+      const bool isq = col >= H;
+      const int tok = isq ? col - H : col;
+      const float f = isq ? rq(tok) : rk(tok);
+      tokq[nt][y] = isq ? tok : kChunk;
+#pragma unroll
+      for (int r = 0; r < 2; ++r) x[nt][r][y] = acc[nt][2 * r + y] * f;
+    }
+  float wd[2][2] = {};  // d of tokens t and t + 4, rows g and g + 8
+  const uint16_t* vs = st.v() + c0 * kRows;
+#pragma unroll
+  for (int m = 0; m < MC; ++m) {
+    if (m >= C) break;
+    // s.k^_m of row r sits in lane m / 2 of the quad, column parity m % 2 (k columns: n-tile 0).
+    const int src = (lane & ~3) | (m >> 1);
+    float d[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float dk = __shfl_sync(kFull, x[0][r][m & 1], src);
+      d[r] = gb[m] * (bf16_bits_to_f32(vs[m * kRows + g + 8 * r]) - ga[m] * dk);
+      if (m < 4 && t == m) wd[0][r] = d[r];
+      if (m >= 4 && t == m - 4) wd[1][r] = d[r];
+    }
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      const float2 gm = *reinterpret_cast<const float2*>(G + (nt * kChunk + m) * kChunk + 2 * t);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (tokq[nt][0] >= m) x[nt][r][0] = fmaf(ga[m], x[nt][r][0], d[r] * gm.x);
+        if (tokq[nt][1] >= m) x[nt][r][1] = fmaf(ga[m], x[nt][r][1], d[r] * gm.y);
+      }
+    }
+  }
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int y = 0; y < 2; ++y)
+      if (tokq[nt][y] < C) {
+        uint16_t* o = a.o + ((w.b * a.T + tg0 + tokq[nt][y]) * a.HV + w.h) * a.V + row0 + g;
+        o[0] = f32_to_bf16_bits(x[nt][0][y]);
+        o[8] = f32_to_bf16_bits(x[nt][1][y]);
+      }
+
+  // ---- 3. S = A_C S0 + W K, W[row][m] = d_m rk_m prod_{i > m} a_i (suffix products: no division).
+  float ac = 1.f, suf[2] = {1.f, 1.f};
+#pragma unroll
+  for (int m = 0; m < MC; ++m) {
+    ac *= ga[m];
+    if (m > t) suf[0] *= ga[m];
+    if (m > t + 4) suf[1] *= ga[m];
+  }
+  uint32_t wbig[4], wrest[4];  // A fragment: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float f = suf[i] * rk(t + 4 * i);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) split_tf32(wd[i][r] * f, wbig[2 * i + r], wrest[2 * i + r]);
+  }
+  // B: b0 = k_t, b1 = k_{t+4} at K column g of n-tile s = physical ph(g / 2, s, g % 2).
+  const uint16_t* kb[2];
+  bool kok[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) kok[i] = t + 4 * i < C, kb[i] = st.k(c0 + (kok[i] ? t + 4 * i : 0));
+  const uint32_t half_sel = (g & 1) ? 0x3244u : 0x1044u;  // byte_perm: bf16 half g % 2 -> high half
+#pragma unroll
+  for (int j = 0; j < kSteps / KPG; ++j) {
+    uint32_t kw[2][KPG];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      lds_words<KPG>(kb[i] + ph<KPG>(g >> 1, KPG * j, 0), kw[i]);
+#pragma unroll
+      for (int e = 0; e < KPG; ++e) kw[i][e] = kok[i] ? __byte_perm(kw[i][e], 0u, half_sel) : 0u;
+    }
+#pragma unroll
+    for (int e = 0; e < KPG; ++e) {
+      float* sv = tile.s[KPG * j + e];
+      float d[4] = {ac * sv[0], ac * sv[2], ac * sv[1], ac * sv[3]};
+      const uint32_t b[2] = {kw[0][e], kw[1][e]};
+      ptx::mma_m16n8k8_tf32(d, wbig, b);
+      ptx::mma_m16n8k8_tf32(d, wrest, b);
+      sv[0] = d[0], sv[2] = d[1], sv[1] = d[2], sv[3] = d[3];
+    }
+  }
+}
+
+}  // namespace mma_vk
+
+// K = 128, V % 16 == 0, bf16 q/k/v, fp32 or bf16 (uint16_t) pool, T in 1..64, no intermediate
+// cache. Grid: one warp per (row, value head, 16 rows), W warps per block, no block barriers.
+// MINW: resident warps per SM to budget registers for (12: 168 registers, 16: 128).
+template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true>
+__global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const decode::Args a) {
+  using namespace mma_vk;
+  extern __shared__ uint4 smem_raw[];
+  const int lane = threadIdx.x & 31;
+  WarpTask w;
+  if (!warp_task<W>(a, a.V / kRows, w)) return;
+  const int row0 = w.tile * kRows;
+  const int TC = a.T < kStageTokens ? a.T : kStageTokens;
+  const TokenStage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(TC), TC);
+  st.start(a, w.b, w.hk, w.h, row0, 0, TC, lane);
+
+  if (w.slot < 0) {  // padding row: zero o, touch no slot
+    __pipeline_wait_prior(0);
+    for (int t = 0; t < a.T; ++t)
+      if (lane < kRows) a.o[((w.b * a.T + t) * a.HV + w.h) * a.V + row0 + lane] = 0;
+    return;
+  }
+
+  TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h) + int64_t(row0) * kHeadK;
+  Tile<TS> tile;
+  tile.template load<M>(pool, lane >> 2, lane & 3);
+  const WarpGates gates = load_gates(a, w.b, w.h, lane);
+
+  for (int t0 = 0; t0 < a.T; t0 += TC) {
+    const int n = a.T - t0 < TC ? a.T - t0 : TC;
+    if (t0 > 0) {
+      __syncwarp();  // every lane is done with the previous tokens
+      st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
+    }
+    st.finish(n, a.l2norm, a.scale, lane);
+    for (int c0 = 0; c0 < n; c0 += kChunk) {
+      const int C = n - c0 < kChunk ? n - c0 : kChunk;
+      // A bf16 pool is exact in TF32 until the first update.
+      if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) {
+        if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+        else apply_chunk<TS, 1, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      } else {
+        if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+        else apply_chunk<TS, 1, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      }
+    }
+  }
+  if (a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
+}
+
+// The shapes step_vk_mma_kernel handles.
+inline bool vk_mma_supported(const decode::Args& a) {
+  return a.layout == Layout::vk && a.K == kHeadK && a.V % mma_vk::kRows == 0 && a.T >= 1 && a.T <= 64 &&
+         a.intermediate == nullptr && (a.state_dtype == DType::f32 || a.state_dtype == DType::bf16);
+}
+
+// Enqueues step_vk_mma_kernel for a vk problem (TS = float or uint16_t, matching a.state_dtype).
+template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true>
+void launch_vk_mma(const decode::Args& a, cudaStream_t st) {
+  if (a.B == 0) return;
+  const int64_t warps = a.B * a.HV * (a.V / mma_vk::kRows);
+  const int tc = a.T < kStageTokens ? a.T : kStageTokens;
+  step_vk_mma_kernel<TS, M, W, MINW, SPLIT><<<unsigned((warps + W - 1) / W), W * 32, W * mma_vk::stage_bytes(tc), st>>>(a);
+}
+
+}  // namespace gdn::fast
