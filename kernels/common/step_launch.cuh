@@ -1,5 +1,5 @@
-// Host side of the fast decode/mtp kernels: which shapes they handle, the tile chosen per
-// problem size, and the launch. Shared by kernels/decode/fast.cu and kernels/mtp/fast.cu.
+// Host side of the fast decode/mtp kernels: which shapes they handle, the kernel and tile chosen
+// per problem, and the launch. Shared by kernels/decode/fast.cu and kernels/mtp/fast.cu.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -28,10 +28,10 @@ inline std::string step_support(const Shape& s) {
   return "";
 }
 
-// Tile depth: vk rows per lane (a warp covers 4 x depth rows: 1, 2 or 4), kv lanes per K row
-// (a warp covers depth x E columns: 2 or 4; the bf16 T-token kernel only 2). Deeper tiles keep more bytes in
-// flight per warp; shallower ones make more warps, which small batches need to fill the GPU.
-// mma: the tensor-core chunked kernel (step_mtp_mma.cuh) instead of the CUDA-core T-token one.
+// Tile depth: vk rows per lane (a warp covers 4 x depth rows: 1, 2 or 4), kv lanes per K row (a
+// warp covers depth x E columns: 2 or 4; the bf16 T-token kernel only 2). Deeper tiles keep more
+// bytes in flight per warp; shallower ones make more warps, which small batches need to fill the
+// GPU. mma: the tensor-core chunked kernel (step_mtp_mma.cuh) instead of the CUDA-core one.
 struct StepConfig {
   int depth = 4;
   bool mma = false;
