@@ -180,7 +180,11 @@ template <class KAt, class QAt> __device__ __forceinline__ TokenSums token_sums(
       load_bf16<4>(k(j) + c * 4, kv);
       load_bf16<4>(q(j) + c * 4, qv);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) t.kk = fmaf(kv[e], kv[e], t.kk), t.qq = fmaf(qv[e], qv[e], t.qq), t.kq = fmaf(kv[e], qv[e], t.kq);
+      for (int e = 0; e < 4; ++e) {
+        t.kk = fmaf(kv[e], kv[e], t.kk);
+        t.qq = fmaf(qv[e], qv[e], t.qq);
+        t.kq = fmaf(kv[e], qv[e], t.kq);
+      }
     }
   }
   for (int m = 1; m < G; m <<= 1) {
