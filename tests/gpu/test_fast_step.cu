@@ -17,6 +17,7 @@
 #include "run/backend.h"
 #include "run/problem.h"
 #include "run/verify.h"
+#include "gpu_suite.h"
 
 namespace gdn {
 namespace {
@@ -105,15 +106,7 @@ std::vector<DepthCase> depth_cases() {
   return out;
 }
 
-class FastDepths : public testing::TestWithParam<DepthCase> {
- protected:
-  static void SetUpTestSuite() { backend_ = make_cuda_backend(0, &why_no_device_); }
-  static void TearDownTestSuite() { backend_.reset(); }
-  static std::unique_ptr<ExecBackend> backend_;
-  static std::string why_no_device_;
-};
-std::unique_ptr<ExecBackend> FastDepths::backend_;
-std::string FastDepths::why_no_device_;
+class FastDepths : public test::CudaSuite<DepthCase> {};
 
 TEST_P(FastDepths, MatchesReference) {
   const DepthCase& c = GetParam();
@@ -132,13 +125,8 @@ TEST_P(FastDepths, MatchesReference) {
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   p.download();
   const Verification r = check_outputs(p, effective_tolerances(c.shape, fast::step_fast_tolerances()), {}, 0);
-  std::string detail;
-  for (const auto& t : r.checks)
-    detail += "\n  " + t.tensor + (t.pass ? " pass" : " FAIL") + " rel_l2 " + std::to_string(t.rel_l2) +
-              " unwritten " + std::to_string(t.unwritten) + " nonfinite " + std::to_string(t.nonfinite) +
-              " untouched_diff " + std::to_string(t.untouched_diff);
   EXPECT_FALSE(r.checks.empty());
-  EXPECT_TRUE(r.pass) << c.label << detail;
+  EXPECT_TRUE(r.pass) << c.label << "\n" << test::describe(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cuda, FastDepths, testing::ValuesIn(depth_cases()),

@@ -14,6 +14,7 @@
 #include "core/registry.h"
 #include "run/backend.h"
 #include "run/runner.h"
+#include "gpu_suite.h"
 
 namespace gdn {
 namespace {
@@ -62,15 +63,7 @@ std::vector<Case> cases() {
   return c;
 }
 
-class LegacyPrefill : public testing::TestWithParam<Case> {
- protected:
-  static void SetUpTestSuite() { backend_ = make_cuda_backend(0, &why_no_device_); }
-  static void TearDownTestSuite() { backend_.reset(); }
-  static std::unique_ptr<ExecBackend> backend_;
-  static std::string why_no_device_;
-};
-std::unique_ptr<ExecBackend> LegacyPrefill::backend_;
-std::string LegacyPrefill::why_no_device_;
+class LegacyPrefill : public test::CudaSuite<Case> {};
 
 TEST_P(LegacyPrefill, MatchesReference) {
   const Variant* v = Registry::instance().find("prefill/sm75_legacy");

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -20,6 +19,7 @@
 #include "run/backend.h"
 #include "run/problem.h"
 #include "run/runner.h"
+#include "gpu_suite.h"
 
 namespace gdn {
 namespace {
@@ -226,32 +226,7 @@ std::string param_name(const testing::TestParamInfo<Param>& info) {
   return n;
 }
 
-std::string sci(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", x);
-  return buf;
-}
-
-std::string describe(const Verification& v) {
-  std::string out = "scope " + v.scope + ":";
-  for (const auto& c : v.checks)
-    out += "\n  " + c.tensor + (c.pass ? " pass" : " FAIL") + " rel_l2 " + sci(c.rel_l2) + " (tol " +
-           sci(c.tolerance) + ") max_abs " + sci(c.max_abs) + " unwritten " + std::to_string(c.unwritten) +
-           " nonfinite " + std::to_string(c.nonfinite) + " untouched_diff " + std::to_string(c.untouched_diff);
-  return out;
-}
-
-class VariantVerification : public testing::TestWithParam<Param> {
- protected:
-  // One device context for the whole suite, released before the CUDA runtime tears down.
-  static void SetUpTestSuite() { backend_ = make_cuda_backend(0, &why_no_device_); }
-  static void TearDownTestSuite() { backend_.reset(); }
-
-  static std::unique_ptr<ExecBackend> backend_;
-  static std::string why_no_device_;
-};
-std::unique_ptr<ExecBackend> VariantVerification::backend_;
-std::string VariantVerification::why_no_device_;
+class VariantVerification : public test::CudaSuite<Param> {};
 
 TEST_P(VariantVerification, MatchesReference) {
   const Param& p = GetParam();
@@ -280,19 +255,19 @@ TEST_P(VariantVerification, MatchesReference) {
   ASSERT_TRUE(result.ran);
   ASSERT_FALSE(result.checks.empty());
   if (!v->test_only) {
-    EXPECT_TRUE(result.pass) << v->name << " on " << s.key() << "\n" << describe(result);
+    EXPECT_TRUE(result.pass) << v->name << " on " << s.key() << "\n" << test::describe(result);
     return;
   }
   // The broken variant must be caught by its numbers: everything written and finite, but the
   // output (at least) off the reference.
-  EXPECT_FALSE(result.pass) << v->name << " passed verification on " << s.key() << "\n" << describe(result);
+  EXPECT_FALSE(result.pass) << v->name << " passed verification on " << s.key() << "\n" << test::describe(result);
   std::vector<std::string> failed;
   for (const auto& c : result.checks) {
     EXPECT_EQ(c.unwritten, 0) << c.tensor;
     EXPECT_EQ(c.nonfinite, 0) << c.tensor;
     if (!c.pass) failed.push_back(c.tensor);
   }
-  EXPECT_NE(std::find(failed.begin(), failed.end(), "o"), failed.end()) << "expected o to fail\n" << describe(result);
+  EXPECT_NE(std::find(failed.begin(), failed.end(), "o"), failed.end()) << "expected o to fail\n" << test::describe(result);
   std::string names;
   for (const auto& f : failed) names += (names.empty() ? "" : ", ") + f;
   std::cout << "[ caught   ] " << v->name << " on " << p.c.label << ": " << names << " failed\n";
