@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cmath>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -173,6 +174,47 @@ void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& f)
   work();
   for (auto& t : pool) t.join();
   if (error) std::rethrow_exception(error);
+}
+
+TokenScratch::TokenScratch(const Dims& dims)
+    : q(dims.K), k(dims.K), v(dims.V), o(dims.V), p(dims.V), d(dims.V) {}
+
+void recurrent_row(Mat& S, const Shape& s, const TensorSet& in, const Dims& d, int64_t row, int h, TokenScratch& w,
+                   double* o_row) {
+  const int hk = h / d.group;
+  load_qk(in.at("q"), d, row, hk, w.q.data());
+  load_qk(in.at("k"), d, row, hk, w.k.data());
+  load_into(in.at("v"), (row * d.HV + h) * d.V, d.V, w.v.data());
+  const GateValue gate = gate_at(s, in, row, h);
+  recurrent_token(S, w.q, w.k, w.v, gate.g, gate.beta, d.scale, w.o, w.p, w.d);
+  std::copy(w.o.data(), w.o.data() + d.V, o_row);
+}
+
+PrefillPlan::PrefillPlan(const Shape& shape, const TensorSet& inputs, const Selection& sel)
+    : s(shape),
+      in(inputs),
+      d(shape),
+      cu(sequence_starts(shape, inputs)),
+      heads(resolve_heads(sel.heads, d.HV)),
+      seqs(resolve_items(sel.seqs, int64_t(shape.seqlens.size()), "sequence")) {}
+
+PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, int, Mat&, PrefillResult&)>& f) const {
+  const int64_t N = int64_t(s.seqlens.size()), T = cu.back(), KV = d.state_size();
+  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  PrefillResult r;
+  r.o.assign(size_t(T * d.HV * d.V), nan);
+  r.ht.assign(size_t(N * d.HV * KV), nan);
+  const Tensor* h0 = in.has("h0") ? &in.at("h0") : nullptr;
+  const int64_t tasks = int64_t(seqs.size()) * int64_t(heads.size());
+  parallel_for(tasks, threads, [&](int64_t task) {
+    const int64_t n = seqs[size_t(task / int64_t(heads.size()))];
+    const int h = heads[size_t(task % int64_t(heads.size()))];
+    const int64_t state_at = (n * d.HV + h) * KV;
+    Mat S = h0 ? load_state(*h0, state_at, s.layout, d.K, d.V) : Mat::Zero(d.K, d.V);
+    f(n, h, S, r);
+    store_state(S, s.layout, r.ht.data() + state_at);
+  });
+  return r;
 }
 
 }  // namespace detail

@@ -52,4 +52,29 @@ std::vector<int64_t> sequence_starts(const Shape& s, const TensorSet& in);
 // Runs f(0) .. f(n-1) on up to `threads` std::threads (0 = all cores); rethrows the first error.
 void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& f);
 
+// Scratch vectors of one token step (recurrent_row), reused across tokens.
+struct TokenScratch {
+  Vec q, k, v, o, p, d;
+  explicit TokenScratch(const Dims& dims);
+};
+// Token row `row` of value head h through recurrent_token: q and k of its q/k head, v and the
+// gate of (row, h) from the inputs; o (V values) is written to o_row.
+void recurrent_row(Mat& S, const Shape& s, const TensorSet& in, const Dims& d, int64_t row, int h, TokenScratch& w,
+                   double* o_row);
+
+// What both prefill references share: the geometry, the packed sequence starts, the selected
+// (sequence, value head) pairs and a result whose unselected entries stay NaN; run() calls
+// f(n, h, S) for every selected pair on up to `threads` threads with S the sequence's initial
+// state (h0 or zero) and stores S into ht after.
+struct PrefillPlan {
+  const Shape& s;
+  const TensorSet& in;
+  Dims d;
+  std::vector<int64_t> cu;  // sequence starts, N + 1 entries
+  std::vector<int> heads;
+  std::vector<int64_t> seqs;
+  PrefillPlan(const Shape& shape, const TensorSet& inputs, const Selection& sel);
+  PrefillResult run(int threads, const std::function<void(int64_t n, int h, Mat& S, PrefillResult& r)>& f) const;
+};
+
 }  // namespace gdn::ref::detail

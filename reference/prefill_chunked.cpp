@@ -9,7 +9,6 @@
 // triangles are built with selects, never by multiplying an overflowed value by a zero mask.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -80,34 +79,16 @@ void chunk_step(const Chunk& ch, double scale, Mat& S, double* o, int64_t o_stri
 
 PrefillResult prefill_chunked(const Shape& s, const TensorSet& in, int chunk, const Selection& sel, int threads) {
   if (chunk < 1) throw std::invalid_argument("chunk size must be >= 1 (got " + std::to_string(chunk) + ")");
-  const detail::Dims d(s);
-  const auto cu = detail::sequence_starts(s, in);
-  const int64_t N = int64_t(s.seqlens.size()), T = cu.back(), KV = d.state_size();
-  const auto heads = detail::resolve_heads(sel.heads, d.HV);
-  const auto seqs = detail::resolve_items(sel.seqs, N, "sequence");
-
-  constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  PrefillResult r;
-  r.o.assign(size_t(T * d.HV * d.V), nan);
-  r.ht.assign(size_t(N * d.HV * KV), nan);
-
+  const detail::PrefillPlan plan(s, in, sel);
+  const detail::Dims& d = plan.d;
   const Inputs x{s, in, d, in.at("q"), in.at("k"), in.at("v")};
-  const Tensor* h0 = in.has("h0") ? &in.at("h0") : nullptr;
-
-  const int64_t tasks = int64_t(seqs.size()) * int64_t(heads.size());
-  detail::parallel_for(tasks, threads, [&](int64_t task) {
-    const int64_t n = seqs[size_t(task / int64_t(heads.size()))];
-    const int h = heads[size_t(task % int64_t(heads.size()))];
-    const int64_t state_at = (n * d.HV + h) * KV;
-    Mat S = h0 ? detail::load_state(*h0, state_at, s.layout, d.K, d.V) : Mat::Zero(d.K, d.V);
-    for (int64_t row0 = cu[size_t(n)]; row0 < cu[size_t(n) + 1]; row0 += chunk) {
-      const int c = int(std::min<int64_t>(chunk, cu[size_t(n) + 1] - row0));
+  return plan.run(threads, [&](int64_t n, int h, Mat& S, PrefillResult& r) {
+    for (int64_t row0 = plan.cu[size_t(n)]; row0 < plan.cu[size_t(n) + 1]; row0 += chunk) {
+      const int c = int(std::min<int64_t>(chunk, plan.cu[size_t(n) + 1] - row0));
       const Chunk ch(x, row0, c, h);
       chunk_step(ch, d.scale, S, r.o.data() + (row0 * d.HV + h) * d.V, int64_t(d.HV) * d.V);
     }
-    detail::store_state(S, s.layout, r.ht.data() + state_at);
   });
-  return r;
 }
 
 }  // namespace gdn::ref

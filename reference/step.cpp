@@ -11,7 +11,6 @@
 namespace gdn::ref {
 
 using detail::Mat;
-using detail::Vec;
 
 StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int threads) {
   if (s.op == OpKind::prefill) throw std::invalid_argument("ref::step handles decode and mtp, not prefill");
@@ -28,14 +27,14 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
   r.state.assign(size_t(B * d.HV * KV), nan);
   if (cache) r.intermediate.assign(size_t(B * T * d.HV * KV), nan);
 
-  const Tensor &q = in.at("q"), &k = in.at("k"), &v = in.at("v"), &pool = in.at("pool"), &idx = in.at("indices");
+  const Tensor &pool = in.at("pool"), &idx = in.at("indices");
   if (idx.spec.dtype != DType::i32 && idx.spec.dtype != DType::i64)
     throw std::invalid_argument("indices must be i32 or i64 (got " + std::string(to_string(idx.spec.dtype)) + ")");
 
   const int64_t tasks = int64_t(rows.size()) * int64_t(heads.size());
   detail::parallel_for(tasks, threads, [&](int64_t task) {
     const int64_t b = rows[size_t(task / int64_t(heads.size()))];
-    const int h = heads[size_t(task % int64_t(heads.size()))], hk = h / d.group;
+    const int h = heads[size_t(task % int64_t(heads.size()))];
     const int64_t slot = decode::Args::slot_at(idx.data, idx.spec.dtype, b);
     if (slot == -1) {  // padding row: zero outputs, no state
       for (int t = 0; t < T; ++t) {
@@ -49,15 +48,10 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
       throw std::out_of_range("row " + std::to_string(b) + " names pool slot " + std::to_string(slot) +
                               " outside 0.." + std::to_string(P - 1));
     Mat S = detail::load_state(pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
-    Vec qt(d.K), kt(d.K), vt(d.V), o(d.V), p(d.V), delta(d.V);
+    detail::TokenScratch w(d);
     for (int t = 0; t < T; ++t) {
       const int64_t row = b * T + t;  // token row of q, k, v, gate and o
-      detail::load_qk(q, d, row, hk, qt.data());
-      detail::load_qk(k, d, row, hk, kt.data());
-      detail::load_into(v, (row * d.HV + h) * d.V, d.V, vt.data());
-      const GateValue gate = gate_at(s, in, row, h);
-      detail::recurrent_token(S, qt, kt, vt, gate.g, gate.beta, d.scale, o, p, delta);
-      std::copy(o.data(), o.data() + d.V, r.o.data() + (row * d.HV + h) * d.V);
+      detail::recurrent_row(S, s, in, d, row, h, w, r.o.data() + (row * d.HV + h) * d.V);
       if (cache) detail::store_state(S, s.layout, r.intermediate.data() + (row * d.HV + h) * KV);
     }
     detail::store_state(S, s.layout, r.state.data() + (b * d.HV + h) * KV);
