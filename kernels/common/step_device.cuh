@@ -129,9 +129,6 @@ __device__ __forceinline__ TokenGate gate_of(const GateArgs& ga, const GateIn& i
   const float softplus = x > 20.f ? x : log1pf(expf(x));
   return {expf(-expf(in.A_log) * softplus), 1.f / (1.f + expf(-in.y))};
 }
-__device__ __forceinline__ TokenGate token_gate(const GateArgs& ga, int64_t row, int h, int HV) {
-  return gate_of(ga, load_gate(ga, row, h, HV));
-}
 
 // Gates of tokens `lane` and `lane + 32` (T <= 64), read at once so later tokens cost no latency;
 // load_gate_inputs issues the loads, gates_of does the math, at() broadcasts token t.
