@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "common/ptx/cp_async.cuh"
 #include "decode/op.h"
 
 namespace gdn::fast {
@@ -44,15 +45,27 @@ template <int N> __device__ __forceinline__ void load_bf16(const uint16_t* p, fl
   for (int i = 0; i < N / 2; ++i) x[2 * i] = lo_bf16(w[i]), x[2 * i + 1] = hi_bf16(w[i]);
 }
 
+// N consecutive fp32 values (N = 4 or 8, 16-byte aligned) of shared memory.
+template <int N> __device__ __forceinline__ void load_f32(const float* p, float* x) {
+  static_assert(N == 4 || N == 8, "4 or 8 values");
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) {
+    const float4 u = reinterpret_cast<const float4*>(p)[i];
+    x[4 * i] = u.x, x[4 * i + 1] = u.y, x[4 * i + 2] = u.z, x[4 * i + 3] = u.w;
+  }
+}
+
 // Plain 16-byte accesses (token inputs, the cache, diagnostics).
 __device__ __forceinline__ uint4 load16(const void* p) { return *reinterpret_cast<const uint4*>(p); }
 __device__ __forceinline__ void store16(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
 
 // The state access policy of the kernels: a template parameter, so that access hints can be
 // measured against each other without copies of the kernels (docs/notes/decode-mtp.md).
+// copy16_async: the same load as an asynchronous copy into shared memory (the pipelined kernel).
 struct PlainMem {
   __device__ static uint4 load16(const void* p) { return gdn::fast::load16(p); }
   __device__ static void store16(void* p, uint4 v) { gdn::fast::store16(p, v); }
+  __device__ static void copy16_async(void* smem, const void* p) { __pipeline_memcpy_async(smem, p, 16); }
 };
 
 // What ships: the in-place state update reads each line once and writes it back microseconds
@@ -67,6 +80,9 @@ struct InPlaceMem {
   }
   __device__ static void store16(void* p, uint4 v) {
     *cuda::annotated_ptr<uint4, cuda::access_property::normal>(static_cast<uint4*>(p)) = v;
+  }
+  __device__ static void copy16_async(void* smem, const void* p) {
+    ptx::cp_async_16_hint(smem, p, ptx::l2_evict_last_policy());
   }
 };
 
@@ -105,6 +121,35 @@ template <int kFrom, int kTo> __device__ __forceinline__ float sum_lanes(float x
 #pragma unroll
   for (int m = kFrom; m < kTo; m <<= 1) x += __shfl_xor_sync(kFull, x, m);
   return x;
+}
+
+// Sums N values (N = 2, 4 or 8) over a group of 8 lanes (lane bits 0-2) and leaves one sum in
+// each lane: lane cl of the group returns the sum of x[cl / (8 / N)]. Each level exchanges half of
+// the remaining values (a transposing butterfly): 7 N / 8 shuffles instead of 3 N.
+template <int N, int MASK> __device__ __forceinline__ void halve_sum(float (&x)[8], int lane) {
+  const bool hi = lane & MASK;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    const float send = hi ? x[i] : x[i + N / 2], keep = hi ? x[i + N / 2] : x[i];
+    x[i] = keep + __shfl_xor_sync(kFull, send, MASK);
+  }
+}
+template <int N> __device__ __forceinline__ float transpose_sum8(const float (&v)[N], int lane) {
+  static_assert(N == 2 || N == 4 || N == 8, "2, 4 or 8 values");
+  float x[8];
+#pragma unroll
+  for (int i = 0; i < N; ++i) x[i] = v[i];
+  if constexpr (N == 8) {
+    halve_sum<8, 4>(x, lane), halve_sum<4, 2>(x, lane), halve_sum<2, 1>(x, lane);
+  } else if constexpr (N == 4) {
+    halve_sum<4, 4>(x, lane), halve_sum<2, 2>(x, lane);
+    x[0] += __shfl_xor_sync(kFull, x[0], 1);
+  } else {
+    halve_sum<2, 4>(x, lane);
+    x[0] += __shfl_xor_sync(kFull, x[0], 2);
+    x[0] += __shfl_xor_sync(kFull, x[0], 1);
+  }
+  return x[0];
 }
 
 // The gate of one token, in two steps: load_gate issues the loads (early, so that they return
@@ -205,26 +250,36 @@ template <int E> __device__ __forceinline__ void store_bf16(uint16_t* dst, const
 }
 
 // Shared-memory bytes one warp uses to stage `tokens` tokens whose v slice has `w` values:
-// q and k, the v slices (padded to 16 bytes) and one float4 of norms per token.
-__host__ __device__ constexpr int stage_bytes(int tokens, int w) {
-  return tokens * 4 * kHeadK + (tokens * 2 * w + 15) / 16 * 16 + tokens * 16;
+// q and k (bf16; with f32, fp32 k^ and q^ instead, whose second halves receive the bf16 copies),
+// the v slices (padded to 16 bytes) and one float4 of norms per token.
+__host__ __device__ constexpr int stage_bytes(int tokens, int w, bool f32 = false) {
+  return tokens * (f32 ? 8 : 4) * kHeadK + (tokens * 2 * w + 15) / 16 * 16 + tokens * 16;
 }
 
 // Per-warp staging area for up to kStageTokens tokens: q then k (K bf16 each), v slices, norms.
+// With f32 a token's slot is 2 K fp32 values, k^ then q^ (the vectors of SPEC section 1 as the
+// dots use them, so the token loop neither widens nor rescales them); the bf16 q and k arrive in
+// the slot's second half and are overwritten by q^ once read.
 struct Stage {
-  uint16_t* qk;   // [tokens][2][K]
+  uint16_t* qk;   // q(j) at qk + j * qk_stride, k(j) K values later
   uint16_t* v;    // [tokens][w]
   float4* norms;  // [tokens]: rk, rq (scale folded in), k.q of the normalised, scaled vectors
-  int w;
+  float* kq32;    // [tokens][2][K]: k^, q^ (nullptr unless f32)
+  int qk_stride, w;
 
-  __device__ Stage(void* warp_base, int tokens, int w_) : w(w_) {
+  __device__ Stage(void* warp_base, int tokens, int w_, bool f32 = false)
+      : qk_stride((f32 ? 4 : 2) * kHeadK), w(w_) {
     char* p = static_cast<char*>(warp_base);
-    qk = reinterpret_cast<uint16_t*>(p);
-    v = reinterpret_cast<uint16_t*>(p + tokens * 4 * kHeadK);
-    norms = reinterpret_cast<float4*>(p + tokens * 4 * kHeadK + (tokens * 2 * w + 15) / 16 * 16);
+    kq32 = f32 ? reinterpret_cast<float*>(p) : nullptr;
+    qk = reinterpret_cast<uint16_t*>(p + (f32 ? 4 * kHeadK : 0));
+    v = reinterpret_cast<uint16_t*>(p + tokens * (f32 ? 8 : 4) * kHeadK);
+    norms = reinterpret_cast<float4*>(reinterpret_cast<char*>(v) + (tokens * 2 * w + 15) / 16 * 16);
   }
-  __device__ const uint16_t* q(int j) const { return qk + j * 2 * kHeadK; }
-  __device__ const uint16_t* k(int j) const { return qk + j * 2 * kHeadK + kHeadK; }
+  __device__ const uint16_t* q(int j) const { return qk + j * qk_stride; }
+  __device__ const uint16_t* k(int j) const { return qk + j * qk_stride + kHeadK; }
+  __device__ const float* k32(int j) const { return kq32 + j * 2 * kHeadK; }
+  __device__ const float* q32(int j) const { return kq32 + j * 2 * kHeadK + kHeadK; }
+  __device__ float kq(int j) const { return norms[j].z; }
   __device__ float v_at(int j, int i) const { return bf16_bits_to_f32(v[j * w + i]); }
 
   // Asynchronous copies (no registers held) of tokens [t0, t0 + n) of row b: q and k of q/k
@@ -234,7 +289,7 @@ struct Stage {
       const int64_t row = b * a.T + t0 + j;
       // 16 lanes copy q (256 bytes), 16 copy k.
       const uint16_t* src = (lane < 16 ? a.q : a.k) + (row * a.H + hk) * kHeadK + (lane & 15) * 8;
-      __pipeline_memcpy_async(qk + j * 2 * kHeadK + lane * 8, src, 16);
+      __pipeline_memcpy_async(qk + j * qk_stride + lane * 8, src, 16);
     }
     const int per_token = w / 4;  // 8-byte copies
     for (int i = lane; i < n * per_token; i += 32) {
@@ -245,7 +300,8 @@ struct Stage {
     __pipeline_commit();
   }
 
-  // Waits for start()'s copies, then the norms of the n staged tokens (token_sums).
+  // Waits for start()'s copies, then the norms of the n staged tokens (token_sums) and, with
+  // kq32, the fp32 k^ and q^.
   __device__ void finish(int n, bool l2norm, float scale, int lane) const {
     __pipeline_wait_prior(0);
     __syncwarp();
@@ -256,6 +312,20 @@ struct Stage {
       norms[t.token] = make_float4(rk, rq, t.kq * rk * rq, 0.f);
     }
     __syncwarp();
+    if (kq32 != nullptr) {  // lanes 0-15: k^, 16-31: q^, 8 values each
+      const bool is_q = lane >= 16;
+      const int off = (lane & 15) * 8;
+      for (int j = 0; j < n; ++j) {
+        const float r = is_q ? norms[j].y : norms[j].x;
+        float x[8];
+        load_bf16<8>((is_q ? q(j) : k(j)) + off, x);
+        __syncwarp();  // q^ overwrites the bf16 q and k of token j
+        float4* dst = reinterpret_cast<float4*>(kq32 + j * 2 * kHeadK + (is_q ? kHeadK : 0) + off);
+        dst[0] = make_float4(x[0] * r, x[1] * r, x[2] * r, x[3] * r);
+        dst[1] = make_float4(x[4] * r, x[5] * r, x[6] * r, x[7] * r);
+      }
+      __syncwarp();
+    }
   }
 };
 

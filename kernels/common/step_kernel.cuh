@@ -12,7 +12,10 @@
 //     (16 K values each, in 16-byte chunks interleaved so that every load instruction reads whole
 //     128-byte segments); a warp holds 4 rows per instruction and ROWS instructions deep. One
 //     pass over a row gives both dots S_j.k and S_j.q; o_j = a (S_j.q) + d_j (k.q) because the
-//     update adds d_j k to the row.
+//     update adds d_j k to the row. The T-token vk kernel stages k^ and q^ in fp32 (normalised
+//     once per warp, not widened per token), sums the 2 ROWS dots with a transposing butterfly
+//     (one sum per lane, each lane's delta computed once) and runs one warp per block at 128
+//     registers: 16 warps per SM (docs/notes/decode-mtp.md, third session).
 //   kv ([K][V], V contiguous): columns are independent. A warp owns CW = LPK * E columns and all
 //     K rows (each lane NR = K / (32 / LPK) consecutive rows of one 16-byte chunk); the dots are
 //     sums over the lanes that hold the same columns.
@@ -31,18 +34,28 @@ struct WarpTask {
   int h = 0, hk = 0, tile = 0;
   int64_t slot = -1;
 };
+// The slot of batch row b (-1 = padding).
+__device__ __forceinline__ int64_t slot_of(const decode::Args& a, int64_t b) {
+  return a.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(a.indices)[b])
+                                     : static_cast<const int64_t*>(a.indices)[b];
+}
+// Tile i of `tiles` per (row, value head), rows outermost; the slot is left for the caller.
 // Warp ids are 32-bit (step_support caps the number of tiles): 64-bit division is a long
 // software sequence, and it sits before the slot load on every warp's critical path.
-template <int W = kWarps> __device__ __forceinline__ bool warp_task(const decode::Args& a, int tiles, WarpTask& w) {
-  const uint32_t gw = blockIdx.x * uint32_t(W) + (threadIdx.x >> 5);
-  if (gw >= uint32_t(a.B * a.HV * tiles)) return false;
-  const uint32_t bh = gw / uint32_t(tiles), hv = uint32_t(a.HV);
-  w.tile = int(gw - bh * uint32_t(tiles));
+__device__ __forceinline__ WarpTask task_at(const decode::Args& a, int tiles, uint32_t i) {
+  WarpTask w;
+  const uint32_t bh = i / uint32_t(tiles), hv = uint32_t(a.HV);
+  w.tile = int(i - bh * uint32_t(tiles));
   w.b = bh / hv;
   w.h = int(bh - uint32_t(w.b) * hv);
   w.hk = w.h / (a.HV / a.H);
-  w.slot = a.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(a.indices)[w.b])
-                                       : static_cast<const int64_t*>(a.indices)[w.b];
+  return w;
+}
+template <int W = kWarps> __device__ __forceinline__ bool warp_task(const decode::Args& a, int tiles, WarpTask& w) {
+  const uint32_t gw = blockIdx.x * uint32_t(W) + (threadIdx.x >> 5);
+  if (gw >= uint32_t(a.B * a.HV * tiles)) return false;
+  w = task_at(a, tiles, gw);
+  w.slot = slot_of(a, w.b);
   return true;
 }
 
@@ -69,62 +82,38 @@ struct LazyDecay {
 };
 
 // ---- vk layout -------------------------------------------------------------------------------
-template <class TS, int ROWS, class M = InPlaceMem, int W = kWarps>
-__global__ void __launch_bounds__(W * 32) step_vk_kernel(const decode::Args a) {
+// One warp's vk tile in registers: RPW = 4 x ROWS rows of one (row, value head) state, 8 lanes per
+// row, and the token loop over it. Shared by step_vk_kernel (one tile per warp) and
+// step_vk_pipelined_kernel (step_vk_pipelined.cuh: persistent warps, the next tile prefetched).
+template <class TS, int ROWS> struct VkTile {
   using C = Chunk<TS>;
-  constexpr int LPR = 8;             // lanes per state row
-  constexpr int E = C::E;            // values per 16-byte chunk
-  constexpr int KPL = kHeadK / LPR;  // K values per lane per row
-  constexpr int NC = KPL / E;        // chunks per lane per row
-  constexpr int RPI = 32 / LPR;      // rows per load instruction
-  constexpr int RPW = RPI * ROWS;    // rows per warp
+  static constexpr int LPR = 8;             // lanes per state row
+  static constexpr int E = C::E;            // values per 16-byte chunk
+  static constexpr int KPL = kHeadK / LPR;  // K values per lane per row
+  static constexpr int NC = KPL / E;        // chunks per lane per row
+  static constexpr int RPI = 32 / LPR;      // rows per load instruction
+  static constexpr int RPW = RPI * ROWS;    // rows per warp
   static_assert(NC >= 1 && NC * E * LPR == kHeadK, "a lane holds whole 16-byte chunks");
 
-  extern __shared__ uint4 smem_raw[];
-  const int lane = threadIdx.x & 31, cl = lane % LPR, rg = lane / LPR;
-  WarpTask w;
-  if (!warp_task<W>(a, a.V / RPW, w)) return;
-  const int row0 = w.tile * RPW;
-  const int TC = a.T < kStageTokens ? a.T : kStageTokens;
-  const Stage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(TC, RPW), TC, RPW);
-  st.start(a, w.b, w.hk, w.h, row0, 0, TC, lane);
-  const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
+  int cl, rg, row0;  // lane in its row, row group, first row of the tile
+  float s[ROWS][KPL];
+  LazyDecay lazy;
 
-  // This lane's element offset of (row r, chunk c) inside the head.
-  auto elem = [&](int r, int c) { return (row0 + rg + RPI * r) * kHeadK + (cl + LPR * c) * E; };
+  __device__ VkTile(int lane, int row0_) : cl(lane % LPR), rg(lane / LPR), row0(row0_) {}
 
-  if (w.slot < 0) {  // padding row: zero o (and the cache), touch no slot
-    __pipeline_wait_prior(0);
-    for (int t = 0; t < a.T; ++t) {
-      uint16_t* o = a.o + ((w.b * a.T + t) * a.HV + w.h) * a.V + row0;
-      if (lane < RPW) o[lane] = 0;
-      if (a.intermediate) {
-        TS* dst = static_cast<TS*>(a.intermediate) + head_offset(a, w.b * a.T + t, w.h);
+  // This lane's element offset of (row r, chunk c) inside the tile, and inside the head.
+  __device__ int tile_elem(int r, int c) const { return (rg + RPI * r) * kHeadK + (cl + LPR * c) * E; }
+  __device__ int elem(int r, int c) const { return row0 * kHeadK + tile_elem(r, c); }
+
+  __device__ void widen(const uint4 (&raw)[ROWS][NC]) {
 #pragma unroll
-        for (int r = 0; r < ROWS; ++r)
+    for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-          for (int c = 0; c < NC; ++c) store16(dst + elem(r, c), make_uint4(0, 0, 0, 0));
-      }
-    }
-    return;
+      for (int c = 0; c < NC; ++c) C::widen(raw[r][c], &s[r][c * E]);
   }
 
-  TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h);
-  uint4 raw[ROWS][NC];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-    for (int c = 0; c < NC; ++c) raw[r][c] = M::load16(pool + elem(r, c));
-  const WarpGates gates = gates_of(a, gate_in, lane);
-
-  float s[ROWS][KPL];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-    for (int c = 0; c < NC; ++c) C::widen(raw[r][c], &s[r][c * E]);
-
-  // Stores the true state c * s.
-  auto store_state = [&](TS* dst, float c) {
+  // Stores the true state c * s to the head at `dst`.
+  template <class M> __device__ void store(TS* dst, float c) const {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r)
 #pragma unroll
@@ -134,25 +123,40 @@ __global__ void __launch_bounds__(W * 32) step_vk_kernel(const decode::Args a) {
         for (int e = 0; e < E; ++e) x[e] = c * s[r][ch * E + e];
         M::store16(dst + elem(r, ch), C::narrow(x));
       }
-  };
+  }
 
-  LazyDecay lazy;
-  for (int t0 = 0; t0 < a.T; t0 += TC) {
-    const int n = a.T - t0 < TC ? a.T - t0 : TC;
-    if (t0 > 0) {
-      __syncwarp();  // every lane is done reading the previous tokens
-      st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
+  // Padding row: zero o (and the cache) of every token, touch no slot.
+  __device__ void zero_outputs(const decode::Args& a, int64_t b, int h, int lane) const {
+    for (int t = 0; t < a.T; ++t) {
+      uint16_t* o = a.o + ((b * a.T + t) * a.HV + h) * a.V + row0;
+      if (lane < RPW) o[lane] = 0;
+      if (a.intermediate) {
+        TS* dst = static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h);
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int c = 0; c < NC; ++c) store16(dst + elem(r, c), make_uint4(0, 0, 0, 0));
+      }
     }
-    st.finish(n, a.l2norm, a.scale, lane);
+  }
+
+  // Tokens [t0, t0 + n) of row b, head h, staged in st (finished, with the fp32 k^ and q^): o of
+  // every token, the cache after every token. k^ and q^ are read from shared memory chunk by
+  // chunk, in the dots and again in the update, instead of being held: that keeps the tile at
+  // 128 registers (16 resident warps per SM instead of 12).
+  // vrow0: the tile's first row in the stage's v slice.
+  template <class M, class St>
+  __device__ void tokens(const decode::Args& a, const St& st, const WarpGates& gates, int64_t b, int h, int t0,
+                         int n, int vrow0) {
+    constexpr int SH = ROWS == 4 ? 0 : ROWS == 2 ? 1 : 2;  // see the reduction below
+    const int idx = cl >> SH, mr = idx >> 1;
+    const bool is_q = idx & 1;
+    // o of (token 0, this lane's row mr); tokens are o_stride apart.
+    uint16_t* const o_row = a.o + (b * a.T * a.HV + h) * a.V + row0 + rg + RPI * mr;
+    const int64_t o_stride = int64_t(a.HV) * a.V;
     for (int j = 0; j < n; ++j) {
       const int t = t0 + j;
-      float kf[KPL], qf[KPL];
-#pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        load_bf16<E>(st.k(j) + (cl + LPR * c) * E, &kf[c * E]);
-        load_bf16<E>(st.q(j) + (cl + LPR * c) * E, &qf[c * E]);
-      }
-      const float4 nm = st.norms[j];  // rk, rq, kq
+      const float kq = st.kq(j);
       const TokenGate g = gates.at(t);
       if (const float f = lazy.apply(g.decay); f != 1.f) {
 #pragma unroll
@@ -160,31 +164,93 @@ __global__ void __launch_bounds__(W * 32) step_vk_kernel(const decode::Args a) {
 #pragma unroll
           for (int e = 0; e < KPL; ++e) s[r][e] *= f;
       }
-      const float c = lazy.c, inv_c = 1.f / c;
+      // c >= kMinLazyScale: the approximate reciprocal (1 ulp) needs no slow path.
+      const float c = lazy.c, inv_c = __fdividef(1.f, c);
       // Both dots of every row first, so the row reductions overlap.
-      float pk[ROWS], pq[ROWS];
+      float x[2 * ROWS] = {};  // partial S_r.k^, S_r.q^
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        pk[r] = 0.f, pq[r] = 0.f;
+      for (int ch = 0; ch < NC; ++ch) {
+        float kc[E], qc[E];
+        load_f32<E>(st.k32(j) + (cl + LPR * ch) * E, kc);
+        load_f32<E>(st.q32(j) + (cl + LPR * ch) * E, qc);
 #pragma unroll
-        for (int e = 0; e < KPL; ++e) pk[r] = fmaf(s[r][e], kf[e], pk[r]), pq[r] = fmaf(s[r][e], qf[e], pq[r]);
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int e = 0; e < E; ++e) {
+            x[2 * r] = fmaf(s[r][ch * E + e], kc[e], x[2 * r]);
+            x[2 * r + 1] = fmaf(s[r][ch * E + e], qc[e], x[2 * r + 1]);
+          }
       }
+      // One full sum per lane: lane cl holds x[cl >> SH], i.e. row mr's k dot (even) or q dot
+      // (odd); its partner (lane bit SH flipped) holds the other. Each lane computes its row's
+      // delta once; the update then takes every row's from the lanes that hold it.
+      const float mine = transpose_sum8<2 * ROWS>(x, cl), other = __shfl_xor_sync(kFull, mine, 1 << SH);
+      const float pk = is_q ? other : mine, pq = is_q ? mine : other;
+      const float d = g.beta * (st.v_at(j, vrow0 + rg + RPI * mr) - c * pk);
+      const float dk_mine = d * inv_c;
+      if (is_q && (cl & ((1 << SH) - 1)) == 0) o_row[t * o_stride] = f32_to_bf16_bits(c * pq + d * kq);
+      float dk[ROWS];
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) pk[r] = sum_lanes<1, LPR>(pk[r]), pq[r] = sum_lanes<1, LPR>(pq[r]);
-
-      uint16_t* o = a.o + ((w.b * a.T + t) * a.HV + w.h) * a.V + row0;
+      for (int r = 0; r < ROWS; ++r) dk[r] = __shfl_sync(kFull, dk_mine, (rg * LPR) | ((2 * r) << SH));
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const float d = g.beta * (st.v_at(j, rg + RPI * r) - c * nm.x * pk[r]);
-        const float dk = d * nm.x * inv_c;
+      for (int ch = 0; ch < NC; ++ch) {
+        float kc[E];
+        load_f32<E>(st.k32(j) + (cl + LPR * ch) * E, kc);
 #pragma unroll
-        for (int e = 0; e < KPL; ++e) s[r][e] = fmaf(dk, kf[e], s[r][e]);
-        if (cl == 0) o[rg + RPI * r] = f32_to_bf16_bits(c * nm.y * pq[r] + d * nm.z);
+        for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+          for (int e = 0; e < E; ++e) s[r][ch * E + e] = fmaf(dk[r], kc[e], s[r][ch * E + e]);
       }
-      if (a.intermediate) store_state(static_cast<TS*>(a.intermediate) + head_offset(a, w.b * a.T + t, w.h), c);
+      if (a.intermediate) store<M>(static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h), c);
     }
   }
-  if (a.update_state) store_state(pool, lazy.c);
+};
+
+// Tokens staged at a time by the T-token vk kernel (its stage holds fp32 copies of k and q too).
+constexpr int kVkStageTokens = 8;
+
+// One warp per block: warps finish at different times, and a block's registers and shared memory
+// are only freed when its last warp is done (H200, B = 128, T = 4: 139 us with 1 warp per block,
+// 140 with 2, 142 with 4, 150 with 8 warps sharing one stage; docs/notes/decode-mtp.md).
+// MINW: resident warps per SM to budget registers for (16: 128 registers).
+template <class TS, int ROWS, class M = InPlaceMem, int MINW = 16, int STAGE = kVkStageTokens>
+__global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a) {
+  using Tile = VkTile<TS, ROWS>;
+  extern __shared__ uint4 smem_raw[];
+  const int lane = threadIdx.x & 31;
+  WarpTask w;
+  if (!warp_task<1>(a, a.V / Tile::RPW, w)) return;
+  Tile tile(lane, w.tile * Tile::RPW);
+  const int TC = a.T < STAGE ? a.T : STAGE;
+  const Stage st(smem_raw, TC, Tile::RPW, true);
+  st.start(a, w.b, w.hk, w.h, tile.row0, 0, TC, lane);
+  const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
+
+  if (w.slot < 0) {  // padding row: zero o (and the cache), touch no slot
+    __pipeline_wait_prior(0);
+    tile.zero_outputs(a, w.b, w.h, lane);
+    return;
+  }
+
+  TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h);
+  uint4 raw[ROWS][Tile::NC];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int c = 0; c < Tile::NC; ++c) raw[r][c] = M::load16(pool + tile.elem(r, c));
+  const WarpGates gates = gates_of(a, gate_in, lane);
+  tile.widen(raw);
+
+  for (int t0 = 0; t0 < a.T; t0 += TC) {
+    const int n = a.T - t0 < TC ? a.T - t0 : TC;
+    if (t0 > 0) {
+      __syncwarp();  // every lane is done reading the previous tokens
+      st.start(a, w.b, w.hk, w.h, tile.row0, t0, n, lane);
+    }
+    st.finish(n, a.l2norm, a.scale, lane);
+    tile.template tokens<M>(a, st, gates, w.b, w.h, t0, n, 0);
+  }
+  if (a.update_state) tile.template store<M>(pool, tile.lazy.c);
 }
 
 // ---- kv layout -------------------------------------------------------------------------------

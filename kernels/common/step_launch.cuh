@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "common/step_decode.cuh"
 #include "common/step_kernel.cuh"
 #include "common/step_mtp_mma.cuh"
+#include "common/step_mtp_mma_pipelined.cuh"
 #include "core/registry.h"
 #include "core/shape.h"
 
@@ -37,9 +39,13 @@ struct StepConfig {
   bool mma = false;
 };
 
-// From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128: T = 8 186 vs 201 us,
-// T = 16 244 vs 348 us; at T <= 6 its fixed cost per tile loses (T = 4: 168 vs 148 us).
+// From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128: T = 8 176 us
+// (pipelined) vs 188 (CUDA cores), T = 16 246 vs 303 us; at T <= 6 its fixed cost per tile loses
+// (T = 6: 166 vs 159 us). Up to kMmaPipelinedMaxTokens tokens it runs pipelined
+// (step_mtp_mma_pipelined.cuh) for fp32 pools; beyond, its two stages would cost occupancy (T = 16:
+// 312 vs 246 us), and for bf16 pools the pipelined build spills (T = 8: 182 vs 153 us).
 constexpr int kMmaMinTokens = 8;
+constexpr int kMmaPipelinedMaxTokens = 8;
 
 // Which kernel serves the call: single-token calls without a cache take the decode kernels (the
 // tile kept as loaded), except fp32 kv, where step_kv_kernel is as fast; the rest the T-token
@@ -72,11 +78,6 @@ inline int64_t warps_for(const decode::Args& a, int rows_or_cols_per_warp) {
   return a.B * a.HV * (a.V / rows_or_cols_per_warp);
 }
 
-// Warps per block: the T-token vk kernel runs one warp per block (its warps finish at different
-// times, and a block's registers are only freed when its last warp is done: 145 vs 148 us at
-// mtp B = 128, T = 4); the others four.
-constexpr int kVkTokenWarps = 1;
-
 template <class TS, int ROWS> void launch_decode_vk(const decode::Args& a, cudaStream_t st) {
   constexpr int rows_per_warp = 4 * ROWS;
   const int64_t warps = warps_for(a, rows_per_warp);
@@ -92,11 +93,9 @@ template <class TS, int LPK> void launch_decode_kv(const decode::Args& a, cudaSt
 }
 
 template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t st) {
-  constexpr int rows_per_warp = 4 * ROWS, W = kVkTokenWarps;
-  const int64_t warps = warps_for(a, rows_per_warp);
-  const int tc = a.T < kStageTokens ? a.T : kStageTokens;
-  const int smem = W * stage_bytes(tc, rows_per_warp);
-  step_vk_kernel<TS, ROWS, InPlaceMem, W><<<unsigned((warps + W - 1) / W), W * 32, smem, st>>>(a);
+  constexpr int rows_per_warp = 4 * ROWS;
+  const int tc = a.T < kVkStageTokens ? a.T : kVkStageTokens;
+  step_vk_kernel<TS, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
 }
 
 template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t st) {
@@ -107,14 +106,33 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
   step_kv_kernel<TS, LPK><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
 }
 
+// Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
+template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
+  constexpr int kMinWarps = 12;
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps>;
+  const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, smem) != cudaSuccess || per_sm < 1)
+    throw std::runtime_error("fast step: no occupancy for the pipelined tensor-core kernel");
+  const int64_t tiles = a.B * a.HV * (a.V / mma_vk::kRows);
+  kernel<<<unsigned(std::min<int64_t>(tiles, int64_t(per_sm) * sms)), 32, smem, st>>>(a);
+}
+
 // Enqueues one call on `st`. Throws std::runtime_error on an unsupported depth or a launch error.
 inline void launch_step(const decode::Args& a, const StepConfig& c, cudaStream_t st) {
   if (a.B == 0) return;
   const bool bf16 = a.state_dtype == DType::bf16;
   if (c.mma) {
     if (!vk_mma_supported(a)) throw std::runtime_error("fast step: the tensor-core kernel does not take this call");
-    if (bf16) launch_vk_mma<uint16_t, InPlaceMem, 1>(a, st);
-    else launch_vk_mma<float, InPlaceMem, 1>(a, st);
+    if (a.T <= kMmaPipelinedMaxTokens && !bf16) {
+      launch_vk_mma_pipelined<float>(a, st);
+    } else if (bf16) {
+      launch_vk_mma<uint16_t, InPlaceMem, 1>(a, st);
+    } else {
+      launch_vk_mma<float, InPlaceMem, 1>(a, st);
+    }
   } else if (uses_decode_kernel(a) && a.layout == Layout::kv) {
     switch (c.depth) {
       case 2: launch_decode_kv<uint16_t, 2>(a, st); break;

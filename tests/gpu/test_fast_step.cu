@@ -78,6 +78,11 @@ std::vector<DepthCase> depth_cases() {
       r.update_state = false;
       r.inputs = InputDist::strong_decay;
       shapes.push_back({"mtp_t40_cache_read_only_strong_decay_v32", r});
+      Shape u = step_shape(OpKind::mtp, 6, 6, 2, 8, layout, state);  // no cache: one staging round
+      u.gate = GateForm::raw;
+      u.indices = IndexPattern::padded;
+      u.pool = 10;
+      shapes.push_back({"mtp_t6_raw_padded", u});
       for (const auto& [label, s] : shapes)
         for (int depth : depths_of(s.op, layout, state))
           out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
@@ -98,9 +103,15 @@ std::vector<DepthCase> depth_cases() {
       Shape m4 = step_shape(OpKind::mtp, 4, 8, 4, 8, layout, state);
       m4.l2norm = false;
       m4.inputs = InputDist::no_decay;
+      // T <= 8, fp32: the pipelined (persistent) kernel; 200 x 16 x 8 tiles are many per warp.
+      Shape m5 = step_shape(OpKind::mtp, 200, 8, 4, 16, layout, state);
+      m5.indices = IndexPattern::padded;
+      m5.pool = 240;
+      m5.inputs = InputDist::strong_decay;
       for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
                {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
-               {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4}})
+               {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4},
+               {"mtp_t8_b200_padded_strong_decay", m5}})
         out.push_back({label + "_" + tag + "_mma", s, 0, true});
     }
   return out;

@@ -1,0 +1,105 @@
+// The tensor-core mtp kernel (step_mtp_mma.cuh) with the next tile's loads in flight while this
+// one computes: persistent warps walk tiles i, i + stride, ...; right after a tile moves from
+// shared memory into registers, cp.async copies of the next tile and of its q/k/v are issued
+// (no registers held). The chunk math is mma_vk::apply_chunk, unchanged.
+//
+// Why: the tensor-core kernel issues few instructions per tile but waits on long dependent
+// chains (MMA accumulators, the per-token recurrence); one tile per warp leaves the memory system
+// idle during that wait (docs/notes/decode-mtp.md).
+//
+// Shared memory per warp: one tile (16 x K state values) and two token stages of T tokens.
+#pragma once
+
+#include "common/step_mtp_mma.cuh"
+
+namespace gdn::fast {
+namespace mma_vk {
+
+template <class TS> __host__ __device__ constexpr int tile_bytes() { return kRows * kHeadK * int(sizeof(TS)); }
+template <class TS> __host__ __device__ constexpr int pipelined_warp_bytes(int T) {
+  return tile_bytes<TS>() + 2 * stage_bytes(T);
+}
+
+// Tile::load's policy for a tile already in shared memory.
+struct SharedTile {
+  __device__ static uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
+};
+
+}  // namespace mma_vk
+
+// T <= kStageTokens (all tokens staged at once), no intermediate cache (vk_mma_supported).
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12>
+__global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel(const decode::Args a) {
+  using namespace mma_vk;
+  extern __shared__ uint4 smem_raw[];
+  const int lane = threadIdx.x & 31;
+  char* base = reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * pipelined_warp_bytes<TS>(a.T);
+  TS* buf = reinterpret_cast<TS*>(base);
+  auto stage = [&](int p) { return TokenStage(base + tile_bytes<TS>() + p * stage_bytes(a.T), a.T); };
+
+  const int tiles = a.V / kRows;
+  const uint32_t n = uint32_t(a.B * a.HV * tiles), stride = gridDim.x * uint32_t(W);
+  uint32_t i = blockIdx.x * uint32_t(W) + (threadIdx.x >> 5);
+  if (i >= n) return;
+
+  auto prefetch = [&](const WarpTask& w, const TokenStage& st) {
+    if (w.slot >= 0) {
+      const TS* src = static_cast<const TS*>(a.pool) + head_offset(a, w.slot, w.h) + w.tile * kRows * kHeadK;
+#pragma unroll
+      for (int c = lane; c < tile_bytes<TS>() / 16; c += 32)
+        M::copy16_async(reinterpret_cast<char*>(buf) + c * 16, reinterpret_cast<const char*>(src) + c * 16);
+    }
+    st.start(a, w.b, w.hk, w.h, w.tile * kRows, 0, a.T, lane);  // commits both
+  };
+
+  WarpTask cur = task_at(a, tiles, i);
+  cur.slot = slot_of(a, cur.b);
+  prefetch(cur, stage(0));
+  WarpGateIn gate_in = load_gate_inputs(a, cur.b, cur.h, lane);
+  i += stride;
+  int64_t next_slot = i < n ? slot_of(a, task_at(a, tiles, i).b) : -1;  // one task ahead
+
+  for (int p = 0;; p ^= 1) {
+    const TokenStage st = stage(p);
+    st.finish(a.T, a.l2norm, a.scale, lane);  // waits for the tile and the tokens
+    Tile<TS> tile;
+    if (cur.slot >= 0) tile.template load<SharedTile>(buf, lane >> 2, lane & 3);
+    const WarpGates gates = gates_of(a, gate_in, lane);
+    __syncwarp();  // every lane has its part of the tile: the buffer is free
+
+    const bool more = i < n;
+    const WarpTask now = cur;
+    if (more) {
+      cur = task_at(a, tiles, i);
+      cur.slot = next_slot;
+      prefetch(cur, stage(p ^ 1));
+      gate_in = load_gate_inputs(a, cur.b, cur.h, lane);
+      i += stride;
+      next_slot = i < n ? slot_of(a, task_at(a, tiles, i).b) : -1;
+    }
+
+    const int row0 = now.tile * kRows;
+    if (now.slot < 0) {  // padding row: zero o, touch no slot
+      for (int t = 0; t < a.T; ++t)
+        if (lane < kRows) a.o[((now.b * a.T + t) * a.HV + now.h) * a.V + row0 + lane] = 0;
+    } else {
+      for (int c0 = 0; c0 < a.T; c0 += kChunk) {
+        const int C = a.T - c0 < kChunk ? a.T - c0 : kChunk;
+        // A bf16 pool is exact in TF32 until the first update.
+        if (std::is_same_v<TS, uint16_t> && c0 == 0) {
+          if (C > 4) apply_chunk<TS, 2, true, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
+          else apply_chunk<TS, 1, true, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
+        } else {
+          if (C > 4) apply_chunk<TS, 2, false, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
+          else apply_chunk<TS, 1, false, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
+        }
+      }
+      if (a.update_state)
+        tile.template store<M>(static_cast<TS*>(a.pool) + head_offset(a, now.slot, now.h) + int64_t(row0) * kHeadK,
+                               lane >> 2, lane & 3);
+    }
+    if (!more) break;
+  }
+}
+
+}  // namespace gdn::fast
