@@ -17,10 +17,15 @@ void add_compare(CLI::App& app, Action& action) {
   cmd->add_option("--threshold", threshold, "Slower/faster threshold, percent (a case's `threshold` overrides)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--markdown", markdown, "Markdown table for pull-request comments");
+  static std::vector<std::string> variants, exclude;
+  cmd->add_option("--variant", variants, "Only variants matching this glob (repeatable; e.g. '*/fast')");
+  cmd->add_option("--exclude", exclude, "Leave out variants matching this glob (repeatable; e.g. 'cpu')");
   cmd->callback([&action] {
     action = [] {
       CompareOptions opt;
       opt.threshold_pct = threshold;
+      opt.variants = variants;
+      opt.exclude = exclude;
       auto r = compare_reports(load_report(base), load_report(next), opt);
       fmt::print("{}", markdown ? format_compare_markdown(r) : format_compare_table(r));
       return r.exit_code();

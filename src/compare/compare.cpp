@@ -10,6 +10,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/registry.h"
 #include "report/text_table.h"
 
 namespace gdn {
@@ -170,6 +171,17 @@ std::string markdown_cell(std::string s) {
   return out;
 }
 
+// Whether `variant` ("<op>/<name>") is selected by the include and exclude globs.
+bool selected(const std::string& variant, const CompareOptions& opt) {
+  const size_t slash = variant.find('/');
+  const std::string stem = slash == std::string::npos ? variant : variant.substr(slash + 1);
+  auto hit = [&](const std::string& glob) {
+    return glob_match(glob, variant) || (glob.find('/') == std::string::npos && glob_match(glob, stem));
+  };
+  const bool included = opt.variants.empty() || std::any_of(opt.variants.begin(), opt.variants.end(), hit);
+  return included && std::none_of(opt.exclude.begin(), opt.exclude.end(), hit);
+}
+
 }  // namespace
 
 std::string_view to_string(CompareStatus s) {
@@ -190,11 +202,13 @@ int CompareResult::exit_code() const { return regression || verify_failure ? 1 :
 CompareResult compare_reports(const RunReport& base, const RunReport& next, const CompareOptions& opt) {
   // First record wins when a report holds the same key twice.
   std::map<Key, const CaseRecord*> base_by_key;
-  for (const auto& r : base.cases) base_by_key.emplace(key_of(r), &r);
+  for (const auto& r : base.cases)
+    if (selected(r.variant, opt)) base_by_key.emplace(key_of(r), &r);
 
   CompareResult result;
   std::map<Key, bool> seen;
   for (const auto& r : next.cases) {
+    if (!selected(r.variant, opt)) continue;
     const Key k = key_of(r);
     if (seen.count(k)) continue;
     seen[k] = true;
@@ -205,6 +219,7 @@ CompareResult compare_reports(const RunReport& base, const RunReport& next, cons
     result.rows.push_back(classify(b, &r, opt));
   }
   for (const auto& b : base.cases) {
+    if (!selected(b.variant, opt)) continue;
     const Key k = key_of(b);
     if (seen.count(k)) continue;
     seen[k] = true;

@@ -23,6 +23,10 @@ struct CompareRow {
 
 struct CompareOptions {
   double threshold_pct = 5.0;  // default; a case's threshold_pct in NEW's records overrides
+  // Only variants matching one of `variants` (all when empty) and none of `exclude`; globs as in
+  // `run --variant` (a glob without '/' also matches the part after "<op>/"). A GPU baseline
+  // compared across GPU hosts gates CPU rows on a different CPU each time: `exclude = {"cpu"}`.
+  std::vector<std::string> variants, exclude;
 };
 
 struct CompareResult {

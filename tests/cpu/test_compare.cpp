@@ -193,6 +193,36 @@ TEST(Compare, SkippedAndErrorRecordsAreMissingData) {
   EXPECT_EQ(cmp(skipped, skipped).exit_code(), 0);
 }
 
+TEST(Compare, VariantFilters) {
+  // A CPU row that got slower on another host, a GPU row that stayed the same.
+  auto cpu_base = rec(1, 100), cpu_new = rec(1, 150);
+  cpu_base.variant = cpu_new.variant = "decode/cpu";
+  const auto base = report({cpu_base, rec(8, 10)}), next = report({cpu_new, rec(8, 10)});
+  CompareOptions all;
+  EXPECT_EQ(compare_reports(base, next, all).exit_code(), 1);
+
+  CompareOptions no_cpu;
+  no_cpu.exclude = {"cpu"};  // no '/': matches the name after "decode/"
+  const auto r = compare_reports(base, next, no_cpu);
+  ASSERT_EQ(r.rows.size(), 1u);
+  EXPECT_EQ(r.rows[0].variant, "decode/cuda_simple");
+  EXPECT_EQ(r.exit_code(), 0);
+
+  CompareOptions only_cpu;
+  only_cpu.variants = {"decode/c?u", "mtp/*"};
+  const auto c = compare_reports(base, next, only_cpu);
+  ASSERT_EQ(c.rows.size(), 1u);
+  EXPECT_EQ(c.rows[0].variant, "decode/cpu");
+  EXPECT_EQ(c.rows[0].status, CompareStatus::slower);
+
+  // Filtered-out base rows are not reported missing.
+  CompareOptions cuda;
+  cuda.variants = {"*/cuda_*"};
+  const auto m = compare_reports(base, report({rec(8, 10)}), cuda);
+  ASSERT_EQ(m.rows.size(), 1u);
+  EXPECT_EQ(m.rows[0].status, CompareStatus::same);
+}
+
 TEST(Compare, TextAndMarkdownViews) {
   auto pipe = rec(32, 53);
   pipe.variant = "decode/a|b";
