@@ -61,7 +61,8 @@ __device__ __forceinline__ void store16(void* p, uint4 v) { *reinterpret_cast<ui
 
 // The state access policy of the kernels: a template parameter, so that access hints can be
 // measured against each other without copies of the kernels (docs/notes/decode-mtp.md).
-// copy16_async: the same load as an asynchronous copy into shared memory (the pipelined kernel).
+// copy16_async: the same load as an asynchronous copy into shared memory (the pipelined
+// tensor-core kernel, step_mtp_mma_pipelined.cuh).
 struct PlainMem {
   __device__ static uint4 load16(const void* p) { return gdn::fast::load16(p); }
   __device__ static void store16(void* p, uint4 v) { gdn::fast::store16(p, v); }

@@ -3,10 +3,10 @@
 // Work split: one warp owns one tile of one (row, value head) state and keeps it in registers for
 // all T tokens: the tile is read once, written once (if update_state) and, with the mtp cache,
 // stored to `intermediate` after every token. Warps never wait on each other (no block
-// barriers), so a block is just kWarps independent warps. The token inputs need no second trip to
-// memory: q, k and v of up to kStageTokens tokens arrive by asynchronous copies issued before the
-// state loads (their norms are then computed for all staged tokens at once), and the gates are
-// read one token per lane.
+// barriers), so a block is just independent warps. The token inputs need no second trip to
+// memory: q, k and v of up to kStageTokens tokens (kVkStageTokens for the T-token vk kernel)
+// arrive by asynchronous copies issued before the state loads (their norms are then computed for
+// all staged tokens at once), and the gates are read one token per lane.
 //
 //   vk ([V][K], K contiguous): rows are independent given k, q and the gate. 8 lanes share a row
 //     (16 K values each, in 16-byte chunks interleaved so that every load instruction reads whole
@@ -83,8 +83,7 @@ struct LazyDecay {
 
 // ---- vk layout -------------------------------------------------------------------------------
 // One warp's vk tile in registers: RPW = 4 x ROWS rows of one (row, value head) state, 8 lanes per
-// row, and the token loop over it. Shared by step_vk_kernel (one tile per warp) and
-// step_vk_pipelined_kernel (step_vk_pipelined.cuh: persistent warps, the next tile prefetched).
+// row, and the token loop over it (step_vk_kernel).
 template <class TS, int ROWS> struct VkTile {
   using C = Chunk<TS>;
   static constexpr int LPR = 8;             // lanes per state row
