@@ -47,7 +47,13 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
     if (slot < 0 || slot >= P)
       throw std::out_of_range("row " + std::to_string(b) + " names pool slot " + std::to_string(slot) +
                               " outside 0.." + std::to_string(P - 1));
-    Mat S = detail::load_state(pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
+    // Rollback: a row with a > 0 accepted tokens starts from the previous step's cache entry.
+    const int32_t acc = s.op == OpKind::mtp && s.rollback ? in.at("accepted").as<int32_t>()[b] : 0;
+    if (acc < 0 || acc > T)
+      throw std::out_of_range("row " + std::to_string(b) + " accepted " + std::to_string(acc) + " tokens, outside 0.." +
+                              std::to_string(T));
+    Mat S = acc > 0 ? detail::load_state(in.at("intermediate"), ((b * T + acc - 1) * d.HV + h) * KV, s.layout, d.K, d.V)
+                    : detail::load_state(pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
     detail::TokenScratch w(d);
     for (int t = 0; t < T; ++t) {
       const int64_t row = b * T + t;  // token row of q, k, v, gate and o

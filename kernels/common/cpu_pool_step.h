@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/cpu_parallel.h"
@@ -64,7 +65,9 @@ inline void load_tokens(const PoolStepTask& task, DType input_dtype, PoolStepWor
   }
 }
 
-inline void run_vk_slot(const PoolStepTask& task, char* state, bool in_place, PoolStepWorker& w) {
+// `from`: where the starting state is read (the slot, or the cache entry a rollback names);
+// `state`: the slot, written back.
+inline void run_vk_slot(const PoolStepTask& task, const char* from, char* state, bool in_place, PoolStepWorker& w) {
   const auto& a = task.a;
   const int64_t elem_bytes = int64_t(dtype_size(a.state_dtype)), row_bytes = a.K * elem_bytes;
   constexpr int kPrefetchBlocks = 2;  // the state streams from memory: ask for it ahead
@@ -75,7 +78,7 @@ inline void run_vk_slot(const PoolStepTask& task, char* state, bool in_place, Po
     if (j + (kPrefetchBlocks + 1) * kVkRows <= a.V)
       prefetch_for_write(src + kPrefetchBlocks * n * elem_bytes, n * elem_bytes);
     float* s = in_place ? reinterpret_cast<float*>(src) : w.rows.state;
-    if (!in_place) load_state(a.state_dtype, src, n, s);
+    if (!in_place) load_state(a.state_dtype, from + j * row_bytes, n, s);
     for (int t = 0; t < a.T; ++t) {
       step_vk_rows(s, a.K, rows, w.tokens[size_t(t)], j, w.rows.o + int64_t(t) * a.V + j);
       if (a.intermediate)
@@ -85,11 +88,11 @@ inline void run_vk_slot(const PoolStepTask& task, char* state, bool in_place, Po
   }
 }
 
-inline void run_kv_slot(const PoolStepTask& task, char* state, bool in_place, PoolStepWorker& w) {
+inline void run_kv_slot(const PoolStepTask& task, const char* from, char* state, bool in_place, PoolStepWorker& w) {
   const auto& a = task.a;
   const int64_t KV = task.KV();
   float* S = in_place ? reinterpret_cast<float*>(state) : w.rows.state;
-  if (!in_place) load_state(a.state_dtype, state, KV, S);
+  if (!in_place) load_state(a.state_dtype, from, KV, S);
   for (int t = 0; t < a.T; ++t) {
     step_kv(S, a.K, a.V, w.tokens[size_t(t)], w.rows.tmp, w.rows.o + int64_t(t) * a.V);
     if (a.intermediate) store_state(a.state_dtype, S, KV, task.state(a.intermediate, task.token_row(t)));
@@ -106,11 +109,16 @@ inline void pool_step_task(const PoolStepTask& task, DType input_dtype, PoolStep
   if (slot < 0) return zero_padding_row(task);  // padding row: touches no slot
 
   char* state = task.state(a.pool, slot);
+  // Rollback: a row with a > 0 accepted tokens starts from the previous step's cache entry a - 1
+  // (read before this step's cache stores reach it: block by block, or copied up front).
+  const int32_t acc = a.accepted != nullptr ? a.accepted[task.b] : 0;
+  const char* from = acc > 0 ? task.state(a.intermediate, task.token_row(acc - 1)) : state;
   const bool in_place = updates_in_place(a);
+  if (in_place && from != state) std::memcpy(state, from, size_t(task.KV()) * dtype_size(a.state_dtype));
   w.rows.align_rows_to(in_place ? static_cast<void*>(state) : w.rows.state);
   load_tokens(task, input_dtype, w);
-  if (a.layout == Layout::vk) run_vk_slot(task, state, in_place, w);
-  else run_kv_slot(task, state, in_place, w);
+  if (a.layout == Layout::vk) run_vk_slot(task, from, state, in_place, w);
+  else run_kv_slot(task, from, state, in_place, w);
   for (int t = 0; t < a.T; ++t) store_half_row(input_dtype, w.rows.o + int64_t(t) * a.V, a.V, task.out(t));
 }
 

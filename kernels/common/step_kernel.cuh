@@ -64,6 +64,16 @@ __device__ __forceinline__ int64_t head_offset(const decode::Args& a, int64_t ou
   return (outer * a.HV + h) * int64_t(a.V) * kHeadK;
 }
 
+// Where row b's starting state of head h is read: its pool slot, or with the rollback input
+// (a = accepted[b] > 0) the previous step's cache entry a - 1. Each warp reads its tile before
+// it stores any cache entry of the same rows, so the cache can be overwritten in place.
+template <class TS>
+__device__ __forceinline__ const TS* start_state(const decode::Args& a, int64_t b, int64_t slot, int h) {
+  const int acc = a.accepted != nullptr ? a.accepted[b] : 0;
+  if (acc > 0) return static_cast<const TS*>(a.intermediate) + head_offset(a, b * a.T + acc - 1, h);
+  return static_cast<const TS*>(a.pool) + head_offset(a, slot, h);
+}
+
 // The scale c of the register tile (state = c * s): decays multiply c, and c is folded into s
 // only when it drops below kMinLazyScale, so 1 / c stays finite and s stays in range.
 constexpr float kMinLazyScale = 1.0f / (1u << 30);
@@ -232,11 +242,12 @@ __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a)
   }
 
   TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h);
+  const TS* from = start_state<TS>(a, w.b, w.slot, w.h);
   uint4 raw[ROWS][Tile::NC];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r)
 #pragma unroll
-    for (int c = 0; c < Tile::NC; ++c) raw[r][c] = M::load16(pool + tile.elem(r, c));
+    for (int c = 0; c < Tile::NC; ++c) raw[r][c] = M::load16(from + tile.elem(r, c));
   const WarpGates gates = gates_of(a, gate_in, lane);
   tile.widen(raw);
 
@@ -291,9 +302,10 @@ __global__ void __launch_bounds__(W * 32) step_kv_kernel(const decode::Args a) {
   }
 
   TS* pool = static_cast<TS*>(a.pool) + head_offset(a, w.slot, w.h);
+  const TS* from = start_state<TS>(a, w.b, w.slot, w.h);
   uint4 raw[NR];
 #pragma unroll
-  for (int i = 0; i < NR; ++i) raw[i] = M::load16(pool + elem(i));
+  for (int i = 0; i < NR; ++i) raw[i] = M::load16(from + elem(i));
   const WarpGates gates = gates_of(a, gate_in, lane);
 
   float s[NR][E];

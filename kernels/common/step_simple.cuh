@@ -42,7 +42,9 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) step_si
   }
 
   S* state = static_cast<S*>(a.pool) + (slot * a.HV + h) * head_elems;
-  load_state_tile(sm, state, tile);
+  // Rollback: start from the previous step's cache entry a - 1 (read before the first store).
+  const int acc = a.accepted != nullptr ? a.accepted[b] : 0;
+  load_state_tile(sm, acc > 0 ? intermediate + ((b * a.T + acc - 1) * a.HV + h) * head_elems : state, tile);
   for (int t = 0; t < a.T; ++t) {
     const int64_t row = b * a.T + t;  // token row of q, k, v, gate, o and intermediate
     const int64_t qk_row = (row * a.H + hk) * a.K, v_row = (row * a.HV + h) * a.V;

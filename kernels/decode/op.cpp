@@ -31,7 +31,11 @@ std::vector<TensorSpec> step_tensors(const Shape& s) {
   t.push_back({"pool", s.state_dtype, state({s.pool_slots()}), Role::inout, Fill::state});
   t.push_back({"indices", s.index_dtype, {B}, Role::input, Fill::indices});
   t.push_back({"o", s.input_dtype, with({s.h_v, s.dv}), Role::output});
-  if (mtp && s.cache_intermediate) t.push_back({"intermediate", s.state_dtype, state(rows), Role::output});
+  if (mtp && s.rollback) t.push_back({"accepted", DType::i32, {B}, Role::input, Fill::accepted});
+  // With rollback the cache is also the previous step's: an input that this step overwrites.
+  if (mtp && s.cache_intermediate)
+    t.push_back({"intermediate", s.state_dtype, state(rows), s.rollback ? Role::inout : Role::output,
+                 s.rollback ? Fill::state : Fill::none});
   return t;
 }
 
@@ -48,6 +52,8 @@ WorkModel step_work(const Shape& s) {
             gate_bytes(s, B * T) + active * slot;
   if (!mtp || s.update_state) w.bytes += active * slot;
   if (mtp && s.cache_intermediate) w.bytes += B * T * slot;
+  // Rollback: the starting state comes from the cache instead of the slot (same bytes) + accepted.
+  if (mtp && s.rollback) w.bytes += 4.0 * B;
   w.flops = 6.0 * B * T * s.h_v * double(s.dk) * s.dv;
   w.flops_fi = w.flops;
   w.bandwidth_bound = true;
@@ -73,8 +79,10 @@ std::string step_validate(const Shape& s) {
   if (s.index_dtype == DType::i32 && s.pool_slots() > (int64_t(1) << 31) - 1) return "pool too large for int32 indices";
   if (s.op == OpKind::mtp && (s.tokens < 2 || s.tokens > 64))
     return fmt::format("mtp tokens T must be in 2..64 (got {})", s.tokens);
-  if (s.op == OpKind::decode && (s.tokens != 1 || s.cache_intermediate || !s.update_state))
-    return "decode has T = 1, no intermediate cache and update_state on (use op mtp)";
+  if (s.op == OpKind::decode && (s.tokens != 1 || s.cache_intermediate || !s.update_state || s.rollback))
+    return "decode has T = 1, no intermediate cache, update_state on and no rollback (use op mtp)";
+  if (s.rollback && !s.cache_intermediate)
+    return "rollback reads the previous step's intermediate cache: it needs cache_intermediate: true";
   return "";
 }
 
@@ -100,6 +108,7 @@ Args make_args(const Shape& s, const TensorSet& t) {
   a.indices = t.ptr<const void>("indices");
   a.o = t.ptr<uint16_t>("o");
   a.intermediate = t.ptr<void>("intermediate");
+  a.accepted = t.ptr<const int32_t>("accepted");
   return a;
 }
 }  // namespace decode

@@ -38,6 +38,8 @@ struct Args {
   const void* indices = nullptr;
   uint16_t* o = nullptr;        // [B, T, HV, V]
   void* intermediate = nullptr; // mtp cache [B, T, HV, state], state_dtype; null when off
+  const int32_t* accepted = nullptr;  // mtp rollback [B]: row b starts from intermediate[b, a - 1]
+                                      // when a = accepted[b] > 0; null when off
 
   // Slot of row i (-1 = padding), whatever the index dtype.
   static int64_t slot_at(const void* idx, DType d, int64_t i) {

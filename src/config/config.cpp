@@ -336,6 +336,7 @@ const std::vector<KeySpec>& key_specs() {
        enum_axis(parse_dtype, {DType::i64, DType::i32}, +[](Point& p, DType v) { p.shape.index_dtype = v; })},
       {"cache_intermediate", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.cache_intermediate = v; })},
       {"update_state", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.update_state = v; })},
+      {"rollback", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.rollback = v; })},
       {"h0", kPrefill, flag_axis(+[](Point& p, bool v) { p.shape.has_h0 = v; })},
       {"heads", kAllOps, parse_heads},
       {"head_dim", kAllOps, int_axis(1, INT_MAX, +[](Point& p, int64_t v) { p.shape.dk = p.shape.dv = int(v); })},

@@ -48,6 +48,7 @@ std::string Shape::key() const {
       if (index_dtype != DType::i64) k += fmt::format("/{}", to_string(index_dtype));
       if (op == OpKind::mtp)
         k += fmt::format(" cache={} update={}", cache_intermediate ? 1 : 0, update_state ? 1 : 0);
+      if (op == OpKind::mtp && rollback) k += " rollback=1";
       break;
   }
   k += fmt::format(" gate={}", to_string(gate));

@@ -40,6 +40,10 @@ struct Shape {
   DType index_dtype = DType::i64;
   bool cache_intermediate = false;  // mtp
   bool update_state = true;         // mtp
+  // mtp: the vLLM-style rollback input. accepted[B] (int32, 0..T) says how many of the previous
+  // step's T tokens were accepted; a row with a > 0 starts from intermediate[b, a - 1] (the
+  // previous step's cache, read before this step overwrites it) instead of its pool slot.
+  bool rollback = false;
 
   // Derived values.
   double effective_scale() const;

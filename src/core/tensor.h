@@ -34,6 +34,7 @@ enum class Fill {
   raw_b,       // raw gate b
   cu_seqlens,  // prefix sums of Shape::seqlens
   indices,     // pool slot per row from Shape::indices
+  accepted,    // mtp rollback: accepted tokens of the previous step per row, uniform in 0..T
 };
 
 struct TensorSpec {

@@ -238,7 +238,8 @@ json to_json(const Shape& s) {
           {"indices", to_string(s.indices)},
           {"index_dtype", to_string(s.index_dtype)},
           {"cache_intermediate", s.cache_intermediate},
-          {"update_state", s.update_state}};
+          {"update_state", s.update_state},
+          {"rollback", s.rollback}};
 }
 
 Shape shape_from_json(const json& j) {
@@ -260,6 +261,7 @@ Shape shape_from_json(const json& j) {
   read_enum(j, "indices", s.indices, parse_index_pattern);
   read_enum(j, "index_dtype", s.index_dtype, parse_dtype);
   read(j, "cache_intermediate", s.cache_intermediate), read(j, "update_state", s.update_state);
+  read(j, "rollback", s.rollback);
   return s;
 }
 

@@ -158,6 +158,12 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
       }
       return;
     }
+    case Fill::accepted: {  // 0..T, uniform: 0 = start from the pool slot
+      const Stream st(seed, spec.name);
+      for (int64_t i = begin; i < end; ++i)
+        store_int(spec.dtype, dst, i, std::min<int64_t>(s.tokens, int64_t(st.uniform(i) * (s.tokens + 1))));
+      return;
+    }
     case Fill::indices: {
       auto idx = make_indices(s, seed);
       if (spec.numel() != int64_t(idx.size()))
@@ -178,7 +184,8 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
 void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int threads) {
   const int64_t n = spec.numel();
   // Integer tensors are small and computed as a whole (make_indices runs once).
-  if (spec.fill == Fill::none || spec.fill == Fill::cu_seqlens || spec.fill == Fill::indices || n < (1 << 16)) {
+  if (spec.fill == Fill::none || spec.fill == Fill::cu_seqlens || spec.fill == Fill::indices ||
+      spec.fill == Fill::accepted || n < (1 << 16)) {
     fill_input_range(s, spec, dst, seed, 0, n);
     return;
   }

@@ -128,7 +128,7 @@ TEST(Config, CaseKeysListAxesInExpansionOrder) {
   auto pos = [&](const std::string& k) { return std::find(keys.begin(), keys.end(), k) - keys.begin(); };
   for (const char* k : {"name", "op", "variant", "heads", "head_dim", "seqlens", "h0", "batch", "tokens", "state_dtype",
                         "layout", "gate", "l2norm", "inputs", "input_dtype", "scale", "pool", "indices", "index_dtype",
-                        "cache_intermediate", "update_state", "seed", "threshold", "verify_heads"})
+                        "cache_intermediate", "update_state", "rollback", "seed", "threshold", "verify_heads"})
     EXPECT_LT(size_t(pos(k)), keys.size()) << k;
   EXPECT_LT(pos("state_dtype"), pos("layout"));
   EXPECT_LT(pos("heads"), pos("seqlens"));

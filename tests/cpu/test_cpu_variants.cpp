@@ -384,6 +384,23 @@ TEST(MtpCpu, SixteenTokensHighSlotsRawGateGroupOfFour) {
   check_step(s);
 }
 
+TEST(MtpCpu, RollbackFromTheCacheBothLayoutsPoolsAndUpdateModes) {
+  for (auto layout : {Layout::vk, Layout::kv})
+    for (auto state : {DType::f32, DType::bf16})
+      for (bool update : {true, false}) {
+        auto s = step_shape(OpKind::mtp, 9, 32, 32, 1, 2);  // row 7 is padding
+        s.tokens = 4;
+        s.pool = 20;
+        s.indices = IndexPattern::padded;
+        s.cache_intermediate = true;
+        s.rollback = true;
+        s.update_state = update;
+        s.state_dtype = state;
+        s.layout = layout;
+        check_step(s);
+      }
+}
+
 TEST(MtpCpu, ThreadCountDoesNotChangeBits) {
   for (auto layout : {Layout::vk, Layout::kv}) {
     auto s = step_shape(OpKind::mtp, 9, 128, 128, 1, 2);  // row 7 is padding

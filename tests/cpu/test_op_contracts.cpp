@@ -41,6 +41,35 @@ TEST(WorkModel, MtpReadsOnceWritesOnceAndCachesEveryToken) {
   EXPECT_DOUBLE_EQ(op_def(OpKind::mtp).work(s).bytes, io + 128 * slot);
   s.cache_intermediate = true;
   EXPECT_DOUBLE_EQ(op_def(OpKind::mtp).work(s).bytes, io + 128 * slot + 128 * 4 * slot);
+  s.rollback = true;  // the start state comes from the cache instead of the slot: + accepted[B]
+  EXPECT_DOUBLE_EQ(op_def(OpKind::mtp).work(s).bytes, io + 128 * slot + 128 * 4 * slot + 128 * 4);
+}
+
+TEST(Tensors, RollbackAddsAcceptedAndMakesTheCacheAnInput) {
+  Shape s = decode_shape(5);
+  s.op = OpKind::mtp;
+  s.tokens = 3;
+  s.rollback = true;
+  EXPECT_NE(op_def(OpKind::mtp).validate(s).find("needs cache_intermediate"), std::string::npos);
+  s.cache_intermediate = true;
+  EXPECT_EQ(op_def(OpKind::mtp).validate(s), "");
+  bool accepted = false, inter = false;
+  for (const auto& t : op_def(OpKind::mtp).tensors(s)) {
+    if (t.name == "accepted") {
+      accepted = true;
+      EXPECT_EQ(t.dtype, DType::i32);
+      EXPECT_EQ(t.dims, std::vector<int64_t>{5});
+      EXPECT_EQ(t.role, Role::input);
+    }
+    if (t.name == "intermediate") {
+      inter = true;
+      EXPECT_EQ(t.role, Role::inout);
+    }
+  }
+  EXPECT_TRUE(accepted && inter);
+  Shape d = decode_shape(5);
+  d.rollback = true;
+  EXPECT_NE(op_def(OpKind::decode).validate(d), "");
 }
 
 TEST(WorkModel, PrefillCountsBothConventions) {

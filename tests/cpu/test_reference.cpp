@@ -315,6 +315,44 @@ TEST(ReferenceStep, MtpRowEqualsPrefillFromPoolSlot) {
     }
 }
 
+TEST(ReferenceStep, RollbackStartsFromTheCacheEntry) {
+  for (Layout layout : {Layout::vk, Layout::kv})
+    for (DType state : {DType::f32, DType::bf16}) {
+      Shape s = mtp_shape(layout, state, IndexPattern::padded);
+      s.rollback = true;
+      HostProblem m(s, 31);
+      const auto step = ref::step(s, m.set);
+      // The same problem without rollback, each row's slot holding the state the rollback names.
+      Shape plain = s;
+      plain.rollback = false;
+      HostProblem n(plain, 31);
+      const int64_t KV = 48, T = 5, HV = 4;
+      const auto idx = make_indices(s, 31);
+      int rolled = 0, from_slot = 0;
+      for (int64_t b = 0; b < s.batch; ++b) {
+        const int32_t a = m.t("accepted").as<int32_t>()[b];
+        ASSERT_GE(a, 0);
+        ASSERT_LE(a, T);
+        if (idx[size_t(b)] < 0 || a == 0) {
+          from_slot += idx[size_t(b)] >= 0;
+          continue;
+        }
+        ++rolled;
+        for (int64_t i = 0; i < HV * KV; ++i)
+          n.put("pool", idx[size_t(b)] * HV * KV + i, ref::load(m.t("intermediate"), ((b * T + a - 1) * HV) * KV + i));
+      }
+      EXPECT_GT(rolled, 0);
+      EXPECT_GT(from_slot, 0);
+      const auto want = ref::step(plain, n.set);
+      ASSERT_EQ(step.o.size(), want.o.size());
+      for (size_t i = 0; i < want.o.size(); ++i)
+        if (!std::isnan(want.o[i])) ASSERT_EQ(step.o[i], want.o[i]) << i;
+      for (size_t i = 0; i < want.state.size(); ++i)
+        if (!std::isnan(want.state[i])) ASSERT_EQ(step.state[i], want.state[i]) << i;
+      for (size_t i = 0; i < want.intermediate.size(); ++i) ASSERT_EQ(step.intermediate[i], want.intermediate[i]) << i;
+    }
+}
+
 TEST(ReferenceStep, DecodeOneTokenByHand) {
   Shape d = mtp_shape(Layout::vk, DType::f32, IndexPattern::identity);
   d.op = OpKind::decode, d.tokens = 1, d.cache_intermediate = false;

@@ -83,6 +83,18 @@ std::vector<DepthCase> depth_cases() {
       u.indices = IndexPattern::padded;
       u.pool = 10;
       shapes.push_back({"mtp_t6_raw_padded", u});
+      Shape rb = step_shape(OpKind::mtp, 40, 4, 2, 8, layout, state);  // rollback: start from the cache
+      rb.cache_intermediate = true;
+      rb.rollback = true;
+      rb.indices = IndexPattern::padded;
+      rb.pool = 48;
+      shapes.push_back({"mtp_t4_rollback_padded", rb});
+      Shape rr = step_shape(OpKind::mtp, 12, 10, 2, 4, layout, state);  // two staging rounds, read only
+      rr.cache_intermediate = true;
+      rr.rollback = true;
+      rr.update_state = false;
+      rr.gate = GateForm::raw;
+      shapes.push_back({"mtp_t10_rollback_read_only_raw", rr});
       for (const auto& [label, s] : shapes)
         for (int depth : depths_of(s.op, layout, state))
           out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});

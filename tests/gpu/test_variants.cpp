@@ -156,6 +156,17 @@ std::vector<Case> mtp_cases() {
     s.pool = 20;
   }));
   c.push_back(with("t5_read_only_kv", step(op, 3, 5, 2, 4, L::kv), [](Shape& s) { s.update_state = false; }));
+  c.push_back(with("t4_rollback_vk_padded", step(op, 16, 4, 2, 4, L::vk), [](Shape& s) {
+    s.cache_intermediate = true;
+    s.rollback = true;
+    s.indices = IndexPattern::padded;
+    s.pool = 24;
+  }));
+  c.push_back(with("t3_rollback_kv_bf16", step(op, 6, 3, 2, 4, L::kv), [](Shape& s) {
+    s.cache_intermediate = true;
+    s.rollback = true;
+    s.state_dtype = DType::bf16;
+  }));
   c.push_back(with("t7_cache_f32_kv_random", step(op, 5, 7, 2, 4, L::kv), [](Shape& s) {
     s.cache_intermediate = true;
     s.indices = IndexPattern::random;

@@ -11,6 +11,7 @@ DEFAULTS = {
     "l2norm": True, "gate": "log", "inputs": "standard", "scale": 0.0, "seqlens": [],
     "has_h0": True, "batch": 1, "tokens": 1, "state_dtype": "f32", "layout": "vk", "pool": 0,
     "indices": "identity", "index_dtype": "i64", "cache_intermediate": False, "update_state": True,
+    "rollback": False,
 }
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
@@ -94,6 +95,8 @@ def shape_key(shape):
             k += f"/{s['index_dtype']}"
         if op == "mtp":
             k += f" cache={int(bool(s['cache_intermediate']))} update={int(bool(s['update_state']))}"
+            if s["rollback"]:
+                k += " rollback=1"
     k += f" gate={s['gate']}"
     if not s["l2norm"]:
         k += " no_l2norm"
@@ -138,6 +141,8 @@ def work_model(shape):
         nbytes += active * slot
     if mtp and s["cache_intermediate"]:
         nbytes += b * t * slot
+    if mtp and s["rollback"]:
+        nbytes += 4.0 * b  # accepted[B]; the start state is read from the cache instead of the slot
     flops = 6.0 * b * t * s["h_v"] * kv
     return {"bytes": nbytes, "flops": flops, "flops_fi": flops, "bandwidth_bound": True}
 
