@@ -18,13 +18,9 @@ template <class TS> constexpr int decode_vk_min_warps(int rows) { return sizeof(
 
 template <class TS, int ROWS, class M = InPlaceMem, int W = kWarps>
 __global__ void __launch_bounds__(W * 32, decode_vk_min_warps<TS>(ROWS) / W) decode_vk_kernel(const decode::Args a) {
-  using C = Chunk<TS>;
-  constexpr int LPR = 8;             // lanes per state row
-  constexpr int E = C::E;            // values per 16-byte chunk
-  constexpr int KPL = kHeadK / LPR;  // K values per lane per row
-  constexpr int NC = KPL / E;        // chunks per lane per row
-  constexpr int RPI = 32 / LPR;      // rows per load instruction
-  constexpr int RPW = RPI * ROWS;    // rows per warp
+  using G = VkGeom<TS, ROWS>;
+  using C = typename G::C;
+  constexpr int LPR = G::LPR, E = G::E, KPL = G::KPL, NC = G::NC, RPI = G::RPI, RPW = G::RPW;
 
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPR, rg = lane / LPR;
@@ -93,12 +89,9 @@ __global__ void __launch_bounds__(W * 32, decode_vk_min_warps<TS>(ROWS) / W) dec
 // At least 12 warps per SM (<= 168 registers): left alone, ptxas keeps the bf16 tile widened (230).
 template <class TS, int LPK, class M = InPlaceMem, int W = kWarps>
 __global__ void __launch_bounds__(W * 32, 12 / W) decode_kv_kernel(const decode::Args a) {
-  using C = Chunk<TS>;
-  constexpr int E = C::E;           // columns per lane (one 16-byte chunk)
-  constexpr int CW = LPK * E;       // columns per warp
-  constexpr int RPI = 32 / LPK;     // K rows per load instruction (row groups)
-  constexpr int NR = kHeadK / RPI;  // consecutive K rows per lane
-  static_assert(NR % 8 == 0, "k and q of a lane's rows are read 8 at a time");
+  using G = KvGeom<TS, LPK>;
+  using C = typename G::C;
+  constexpr int E = G::E, CW = G::CW, NR = G::NR;
 
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPK, rg = lane / LPK;

@@ -92,9 +92,9 @@ struct LazyDecay {
 };
 
 // ---- vk layout -------------------------------------------------------------------------------
-// One warp's vk tile in registers: RPW = 4 x ROWS rows of one (row, value head) state, 8 lanes per
-// row, and the token loop over it (step_vk_kernel).
-template <class TS, int ROWS> struct VkTile {
+// Geometry of a warp's vk tile (shared with decode_vk_kernel): 8 lanes per state row, 4 rows per
+// load instruction, ROWS instructions deep.
+template <class TS, int ROWS> struct VkGeom {
   using C = Chunk<TS>;
   static constexpr int LPR = 8;             // lanes per state row
   static constexpr int E = C::E;            // values per 16-byte chunk
@@ -103,6 +103,14 @@ template <class TS, int ROWS> struct VkTile {
   static constexpr int RPI = 32 / LPR;      // rows per load instruction
   static constexpr int RPW = RPI * ROWS;    // rows per warp
   static_assert(NC >= 1 && NC * E * LPR == kHeadK, "a lane holds whole 16-byte chunks");
+};
+
+// One warp's vk tile in registers: RPW = 4 x ROWS rows of one (row, value head) state, and the
+// token loop over it (step_vk_kernel).
+template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
+  using G = VkGeom<TS, ROWS>;
+  using typename G::C;
+  using G::LPR, G::E, G::KPL, G::NC, G::RPI, G::RPW;
 
   int cl, rg, row0;  // lane in its row, row group, first row of the tile
   float s[ROWS][KPL];
@@ -110,9 +118,8 @@ template <class TS, int ROWS> struct VkTile {
 
   __device__ VkTile(int lane, int row0_) : cl(lane % LPR), rg(lane / LPR), row0(row0_) {}
 
-  // This lane's element offset of (row r, chunk c) inside the tile, and inside the head.
-  __device__ int tile_elem(int r, int c) const { return (rg + RPI * r) * kHeadK + (cl + LPR * c) * E; }
-  __device__ int elem(int r, int c) const { return row0 * kHeadK + tile_elem(r, c); }
+  // This lane's element offset of (row r, chunk c) inside the head.
+  __device__ int elem(int r, int c) const { return (row0 + rg + RPI * r) * kHeadK + (cl + LPR * c) * E; }
 
   __device__ void widen(const uint4 (&raw)[ROWS][NC]) {
 #pragma unroll
@@ -153,10 +160,9 @@ template <class TS, int ROWS> struct VkTile {
   // every token, the cache after every token. k^ and q^ are read from shared memory chunk by
   // chunk, in the dots and again in the update, instead of being held: that keeps the tile at
   // 128 registers (16 resident warps per SM instead of 12).
-  // vrow0: the tile's first row in the stage's v slice.
-  template <class M, class St>
-  __device__ void tokens(const decode::Args& a, const St& st, const WarpGates& gates, int64_t b, int h, int t0,
-                         int n, int vrow0) {
+  template <class M>
+  __device__ void tokens(const decode::Args& a, const Stage& st, const WarpGates& gates, int64_t b, int h, int t0,
+                         int n) {
     constexpr int SH = ROWS == 4 ? 0 : ROWS == 2 ? 1 : 2;  // see the reduction below
     const int idx = cl >> SH, mr = idx >> 1;
     const bool is_q = idx & 1;
@@ -195,7 +201,7 @@ template <class TS, int ROWS> struct VkTile {
       // delta once; the update then takes every row's from the lanes that hold it.
       const float mine = transpose_sum8<2 * ROWS>(x, cl), other = __shfl_xor_sync(kFull, mine, 1 << SH);
       const float pk = is_q ? other : mine, pq = is_q ? mine : other;
-      const float d = g.beta * (st.v_at(j, vrow0 + rg + RPI * mr) - c * pk);
+      const float d = g.beta * (st.v_at(j, rg + RPI * mr) - c * pk);
       const float dk_mine = d * inv_c;
       if (is_q && (cl & ((1 << SH) - 1)) == 0) o_row[t * o_stride] = f32_to_bf16_bits(c * pq + d * kq);
       float dk[ROWS];
@@ -222,7 +228,7 @@ constexpr int kVkStageTokens = 8;
 // are only freed when its last warp is done (H200, B = 128, T = 4: 139 us with 1 warp per block,
 // 140 with 2, 142 with 4, 150 with 8 warps sharing one stage; docs/notes/decode-mtp.md).
 // MINW: resident warps per SM to budget registers for (16: 128 registers).
-template <class TS, int ROWS, class M = InPlaceMem, int MINW = 16, int STAGE = kVkStageTokens>
+template <class TS, int ROWS, class M = InPlaceMem, int MINW = 16>
 __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a) {
   using Tile = VkTile<TS, ROWS>;
   extern __shared__ uint4 smem_raw[];
@@ -230,7 +236,7 @@ __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a)
   WarpTask w;
   if (!warp_task<1>(a, a.V / Tile::RPW, w)) return;
   Tile tile(lane, w.tile * Tile::RPW);
-  const int TC = a.T < STAGE ? a.T : STAGE;
+  const int TC = a.T < kVkStageTokens ? a.T : kVkStageTokens;
   const Stage st(smem_raw, TC, Tile::RPW, true);
   st.start(a, w.b, w.hk, w.h, tile.row0, 0, TC, lane);
   const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
@@ -258,22 +264,29 @@ __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a)
       st.start(a, w.b, w.hk, w.h, tile.row0, t0, n, lane);
     }
     st.finish(n, a.l2norm, a.scale, lane);
-    tile.template tokens<M>(a, st, gates, w.b, w.h, t0, n, 0);
+    tile.template tokens<M>(a, st, gates, w.b, w.h, t0, n);
   }
   if (a.update_state) tile.template store<M>(pool, tile.lazy.c);
 }
 
 // ---- kv layout -------------------------------------------------------------------------------
-// LPK lanes per K row, each one 16-byte chunk of E columns; a warp covers CW = LPK * E columns
-// and all K rows, NR consecutive rows per lane.
+// Geometry of a warp's kv tile (shared with decode_kv_kernel): LPK lanes per K row, each one
+// 16-byte chunk of E columns; a warp covers CW = LPK * E columns and all K rows, NR consecutive
+// rows per lane.
+template <class TS, int LPK> struct KvGeom {
+  using C = Chunk<TS>;
+  static constexpr int E = C::E;           // columns per lane (one 16-byte chunk)
+  static constexpr int CW = LPK * E;       // columns per warp
+  static constexpr int RPI = 32 / LPK;     // K rows per load instruction (row groups)
+  static constexpr int NR = kHeadK / RPI;  // consecutive K rows per lane
+  static_assert(NR % 8 == 0, "k and q of a lane's rows are read 8 at a time");
+};
+
 template <class TS, int LPK, class M = InPlaceMem, int W = kWarps>
 __global__ void __launch_bounds__(W * 32) step_kv_kernel(const decode::Args a) {
-  using C = Chunk<TS>;
-  constexpr int E = C::E;          // columns per lane (one 16-byte chunk)
-  constexpr int CW = LPK * E;      // columns per warp
-  constexpr int RPI = 32 / LPK;    // K rows per load instruction (row groups)
-  constexpr int NR = kHeadK / RPI; // consecutive K rows per lane
-  static_assert(NR % 8 == 0, "k and q of a lane's rows are read 8 at a time");
+  using G = KvGeom<TS, LPK>;
+  using C = typename G::C;
+  constexpr int E = G::E, CW = G::CW, NR = G::NR;
 
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPK, rg = lane / LPK;

@@ -329,6 +329,29 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   }
 }
 
+// The n staged tokens (global tokens t0 ..) applied to the tile in chunks of kChunk.
+template <class TS, bool SPLIT>
+__device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
+                                             const TokenStage& st, const WarpGates& gates, int t0, int n, int lane) {
+  for (int c0 = 0; c0 < n; c0 += kChunk) {
+    const int C = n - c0 < kChunk ? n - c0 : kChunk;
+    // A bf16 pool is exact in TF32 until the first update.
+    if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) {
+      if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else apply_chunk<TS, 1, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+    } else {
+      if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else apply_chunk<TS, 1, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+    }
+  }
+}
+
+// Padding row: o of every token is zero; no slot is touched.
+__device__ __forceinline__ void zero_o(const decode::Args& a, const WarpTask& w, int row0, int lane) {
+  for (int t = 0; t < a.T; ++t)
+    if (lane < kRows) a.o[((w.b * a.T + t) * a.HV + w.h) * a.V + row0 + lane] = 0;
+}
+
 }  // namespace mma_vk
 
 // K = 128, V % 16 == 0, bf16 q/k/v, fp32 or bf16 (uint16_t) pool, T in 1..64, no intermediate
@@ -346,10 +369,9 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
   const TokenStage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(TC), TC);
   st.start(a, w.b, w.hk, w.h, row0, 0, TC, lane);
 
-  if (w.slot < 0) {  // padding row: zero o, touch no slot
+  if (w.slot < 0) {
     __pipeline_wait_prior(0);
-    for (int t = 0; t < a.T; ++t)
-      if (lane < kRows) a.o[((w.b * a.T + t) * a.HV + w.h) * a.V + row0 + lane] = 0;
+    zero_o(a, w, row0, lane);
     return;
   }
 
@@ -365,17 +387,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
       st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
     }
     st.finish(n, a.l2norm, a.scale, lane);
-    for (int c0 = 0; c0 < n; c0 += kChunk) {
-      const int C = n - c0 < kChunk ? n - c0 : kChunk;
-      // A bf16 pool is exact in TF32 until the first update.
-      if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) {
-        if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-        else apply_chunk<TS, 1, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      } else {
-        if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-        else apply_chunk<TS, 1, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      }
-    }
+    apply_staged<TS, SPLIT>(tile, a, w, row0, st, gates, t0, n, lane);
   }
   if (a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
 }

@@ -79,21 +79,10 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     }
 
     const int row0 = now.tile * kRows;
-    if (now.slot < 0) {  // padding row: zero o, touch no slot
-      for (int t = 0; t < a.T; ++t)
-        if (lane < kRows) a.o[((now.b * a.T + t) * a.HV + now.h) * a.V + row0 + lane] = 0;
+    if (now.slot < 0) {
+      zero_o(a, now, row0, lane);
     } else {
-      for (int c0 = 0; c0 < a.T; c0 += kChunk) {
-        const int C = a.T - c0 < kChunk ? a.T - c0 : kChunk;
-        // A bf16 pool is exact in TF32 until the first update.
-        if (std::is_same_v<TS, uint16_t> && c0 == 0) {
-          if (C > 4) apply_chunk<TS, 2, true, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
-          else apply_chunk<TS, 1, true, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
-        } else {
-          if (C > 4) apply_chunk<TS, 2, false, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
-          else apply_chunk<TS, 1, false, true>(tile, a, now, row0, st, gates, c0, c0, C, lane);
-        }
-      }
+      apply_staged<TS, true>(tile, a, now, row0, st, gates, 0, a.T, lane);
       if (a.update_state)
         tile.template store<M>(static_cast<TS*>(a.pool) + head_offset(a, now.slot, now.h) + int64_t(row0) * kHeadK,
                                lane >> 2, lane & 3);

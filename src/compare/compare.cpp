@@ -171,13 +171,9 @@ std::string markdown_cell(std::string s) {
   return out;
 }
 
-// Whether `variant` ("<op>/<name>") is selected by the include and exclude globs.
+// Whether `variant` is selected by the include and exclude globs.
 bool selected(const std::string& variant, const CompareOptions& opt) {
-  const size_t slash = variant.find('/');
-  const std::string stem = slash == std::string::npos ? variant : variant.substr(slash + 1);
-  auto hit = [&](const std::string& glob) {
-    return glob_match(glob, variant) || (glob.find('/') == std::string::npos && glob_match(glob, stem));
-  };
+  auto hit = [&](const std::string& glob) { return variant_glob_match(glob, variant); };
   const bool included = opt.variants.empty() || std::any_of(opt.variants.begin(), opt.variants.end(), hit);
   return included && std::none_of(opt.exclude.begin(), opt.exclude.end(), hit);
 }

@@ -27,14 +27,20 @@ std::vector<const Variant*> Registry::match(OpKind op, const std::string& glob) 
   std::vector<const Variant*> out;
   for (auto& v : variants_) {
     if (v.op != op) continue;
-    auto slash = v.name.find('/');
-    std::string stem = slash == std::string::npos ? v.name : v.name.substr(slash + 1);
-    bool hit = glob_match(glob, v.name) || (glob.find('/') == std::string::npos && glob_match(glob, stem));
     // A test-only variant is matched by its exact name only, never by a wildcard.
-    if (v.test_only && glob != v.name && glob != stem) hit = false;
-    if (hit) out.push_back(&v);
+    if (v.test_only && glob != v.name && glob != variant_stem(v.name)) continue;
+    if (variant_glob_match(glob, v.name)) out.push_back(&v);
   }
   return out;
+}
+
+std::string variant_stem(const std::string& name) {
+  const auto slash = name.find('/');
+  return slash == std::string::npos ? name : name.substr(slash + 1);
+}
+
+bool variant_glob_match(const std::string& glob, const std::string& name) {
+  return glob_match(glob, name) || (glob.find('/') == std::string::npos && glob_match(glob, variant_stem(name)));
 }
 
 bool glob_match(const std::string& p, const std::string& t) {

@@ -57,5 +57,9 @@ struct VariantRegistration {
 };
 
 bool glob_match(const std::string& pattern, const std::string& text);
+// "<op>/<name>" -> "<name>".
+std::string variant_stem(const std::string& name);
+// A variant glob: matched against the whole name, and, without '/', against its stem as well.
+bool variant_glob_match(const std::string& glob, const std::string& name);
 
 }  // namespace gdn
