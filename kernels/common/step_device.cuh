@@ -159,21 +159,23 @@ template <int N> __device__ __forceinline__ float transpose_sum8(const float (&v
 struct TokenGate {
   float decay = 1.f, beta = 0.f;
 };
+// The loaded words are kept as they arrive (no conversion or select at load time): an operation
+// on a register whose load is in flight waits for the load, and these are read much later.
 struct GateIn {
-  float x = 0.f, y = 0.f;            // log form: g, beta; raw form: a, b
+  uint32_t x = 0, y = 0;             // log form: g, beta (fp32 bits); raw form: a, b (bf16 bits)
   float A_log = 0.f, dt_bias = 0.f;  // raw form only
 };
 __device__ __forceinline__ GateIn load_gate(const GateArgs& ga, int64_t row, int h, int HV) {
   const int64_t i = row * HV + h;
-  if (ga.form == GateForm::log) return {ga.g[i], ga.beta[i], 0.f, 0.f};
-  return {bf16_bits_to_f32(ga.a[i]), bf16_bits_to_f32(ga.b[i]), ga.A_log[h], ga.dt_bias[h]};
+  if (ga.form == GateForm::log) return {__float_as_uint(ga.g[i]), __float_as_uint(ga.beta[i]), 0.f, 0.f};
+  return {ga.a[i], ga.b[i], ga.A_log[h], ga.dt_bias[h]};
 }
 // exp(g) and beta (SPEC section 1).
 __device__ __forceinline__ TokenGate gate_of(const GateArgs& ga, const GateIn& in) {
-  if (ga.form == GateForm::log) return {expf(in.x), in.y};
-  const float x = in.x + in.dt_bias;
+  if (ga.form == GateForm::log) return {expf(__uint_as_float(in.x)), __uint_as_float(in.y)};
+  const float x = bf16_bits_to_f32(in.x) + in.dt_bias;
   const float softplus = x > 20.f ? x : log1pf(expf(x));
-  return {expf(-expf(in.A_log) * softplus), 1.f / (1.f + expf(-in.y))};
+  return {expf(-expf(in.A_log) * softplus), 1.f / (1.f + expf(-bf16_bits_to_f32(in.y)))};
 }
 
 // Gates of tokens `lane` and `lane + 32` (T <= 64), read at once so later tokens cost no latency;

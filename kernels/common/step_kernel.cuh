@@ -48,7 +48,7 @@ __device__ __forceinline__ WarpTask task_at(const decode::Args& a, int tiles, ui
   w.tile = int(i - bh * uint32_t(tiles));
   w.b = bh / hv;
   w.h = int(bh - uint32_t(w.b) * hv);
-  w.hk = w.h / (a.HV / a.H);
+  w.hk = int(uint32_t(w.h) * uint32_t(a.H) / uint32_t(a.HV));  // h / (HV / H): one unsigned division
   return w;
 }
 template <int W = kWarps> __device__ __forceinline__ bool warp_task(const decode::Args& a, int tiles, WarpTask& w) {

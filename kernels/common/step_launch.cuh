@@ -39,11 +39,12 @@ struct StepConfig {
   bool mma = false;
 };
 
-// From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128: T = 8 176 us
-// (pipelined) vs 188 (CUDA cores), T = 16 246 vs 303 us; at T <= 6 its fixed cost per tile loses
-// (T = 6: 166 vs 159 us). Up to kMmaPipelinedMaxTokens tokens it runs pipelined
-// (step_mtp_mma_pipelined.cuh) for fp32 pools; beyond, its two stages would cost occupancy (T = 16:
-// 312 vs 246 us), and for bf16 pools the pipelined build spills (T = 8: 182 vs 153 us).
+// From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128 (events, fourth
+// session): T = 8 162 us (pipelined) vs 188 (CUDA cores), T = 16 205 us; at T <= 6 it ties or
+// loses (T = 6: 160 vs 159 us, B = 256 315 vs 307; T = 5: 158 vs 146). Up to
+// kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools;
+// beyond, its two stages cost occupancy (T = 16: 255 vs 205 us), and for bf16 pools the pipelined
+// build spills (second session: 182 vs 153 us at T = 8).
 constexpr int kMmaMinTokens = 8;
 constexpr int kMmaPipelinedMaxTokens = 8;
 
@@ -107,9 +108,9 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 }
 
 // Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
-template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
+template <class TS, bool SPLIT = false> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
   constexpr int kMinWarps = 12;
-  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps>;
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, SPLIT>;
   const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
   int device = 0, sms = 0, per_sm = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||

@@ -6,9 +6,10 @@
 // Work split: one warp owns 16 rows x 128 K of one (row b, value head h) state, held in 64 fp32
 // registers as the A fragments of 16 k-steps (lane 4g + t: rows g and g + 8). Per chunk:
 //   1. P = S0 [k_1..k_C], Q = S0 [q_1..q_C] with the raw bf16 k, q (exact in TF32). S0 is split
-//      into its TF32 rounding and the remainder, one MMA each, which keeps fp32 accuracy (the
+//      into its TF32 truncation and the remainder, one MMA each, which keeps fp32 accuracy (the
 //      small x small term of 3xTF32 is not needed: k and q are exact). The Gram matrix of the
-//      chunk's k and q comes from the same B fragments, one more MMA per k-step.
+//      chunk's k and q comes from the same B fragments, one or two more MMAs per k-step, and its
+//      diagonal gives the l2 norms (no separate pass over k and q).
 //   2. A scalar recurrence on the dots per row (O(C^2), no divisions: strong decay underflows the
 //      prefix products a division would need) gives the deltas d_m and the outputs.
 //   3. S = A_C S0 + sum_m w_m k^_m (A_C: the chunk's decay product, w_m = d_m times the decays
@@ -45,7 +46,8 @@ template <int KPG> __device__ __forceinline__ constexpr int ph(int t, int s, int
   return 8 * KPG * (s / KPG) + 2 * KPG * t + 2 * (s % KPG) + x;
 }
 
-// Per-warp staging area (same role as Stage, with the bank-friendly vector stride).
+// Per-warp staging area (the role of Stage, with the bank-friendly vector stride; the norms are
+// written by apply_chunk).
 struct TokenStage {
   char* base;
   int tokens;
@@ -54,30 +56,27 @@ struct TokenStage {
   __device__ uint16_t* q(int j) const { return reinterpret_cast<uint16_t*>(base + (tokens + j) * kVecBytes); }
   __device__ float* gram() const { return reinterpret_cast<float*>(base + 2 * tokens * kVecBytes); }
   __device__ uint16_t* v() const { return reinterpret_cast<uint16_t*>(gram() + 2 * kChunk * kChunk); }
-  __device__ float2* norms() const { return reinterpret_cast<float2*>(v() + tokens * kRows); }
+  __device__ float2* norms() const { return reinterpret_cast<float2*>(v() + tokens * kRows); }  // rk, rq
 
   // Asynchronous copies of tokens [t0, t0 + n) of row b: k and q of q/k head hk, v[h][v0, v0 + 16).
+  // Wait with wait(). Addresses step by one token (no 64-bit multiply per token).
   __device__ void start(const decode::Args& a, int64_t b, int hk, int h, int v0, int t0, int n, int lane) const {
-    for (int j = 0; j < n; ++j) {
-      const int64_t row = b * a.T + t0 + j;
-      const uint16_t* src = (lane < 16 ? a.k : a.q) + (row * a.H + hk) * kHeadK + (lane & 15) * 8;
-      __pipeline_memcpy_async((lane < 16 ? k(j) : q(j)) + (lane & 15) * 8, src, 16);
-    }
+    const int64_t row0 = b * a.T + t0, step = int64_t(a.H) * kHeadK;
+    const uint16_t* src = (lane < 16 ? a.k : a.q) + (row0 * a.H + hk) * kHeadK + (lane & 15) * 8;
+    char* dst = base + (lane < 16 ? 0 : tokens * kVecBytes) + (lane & 15) * 16;
+    for (int j = 0; j < n; ++j, src += step, dst += kVecBytes) __pipeline_memcpy_async(dst, src, 16);
     if (lane < 2 * n) {
       const int j = lane >> 1, half = lane & 1;
-      const uint16_t* src = a.v + ((b * a.T + t0 + j) * a.HV + h) * a.V + v0 + half * 8;
-      __pipeline_memcpy_async(v() + j * kRows + half * 8, src, 16);
+      const uint16_t* vsrc = a.v + ((row0 + j) * a.HV + h) * a.V + v0 + half * 8;
+      __pipeline_memcpy_async(v() + j * kRows + half * 8, vsrc, 16);
     }
     __pipeline_commit();
   }
 
-  // Waits for start()'s copies, then the norms of the n tokens (as Stage::finish).
-  __device__ void finish(int n, bool l2norm, float scale, int lane) const {
+  // Waits for start()'s copies. The norms are not computed here: apply_chunk takes them from the
+  // diagonal of its Gram MMAs.
+  __device__ void wait() const {
     __pipeline_wait_prior(0);
-    __syncwarp();
-    const TokenSums t = token_sums(n, [&](int j) { return k(j); }, [&](int j) { return q(j); }, lane);
-    if (t.token >= 0)
-      norms()[t.token] = make_float2(l2norm ? rsqrtf(t.kk + 1e-6f) : 1.f, (l2norm ? rsqrtf(t.qq + 1e-6f) : 1.f) * scale);
     __syncwarp();
   }
 };
@@ -115,9 +114,11 @@ template <class TS> struct Tile {
   }
 };
 
-// x = TF32(x) + rest; the MMA truncates `rest` to TF32 itself (its error is 2^-21 |x|).
+// x = big + rest with big = x truncated to TF32 (exact in the MMA) and rest = x - big (exact in
+// fp32, |rest| < 2^-10 |x|); the MMA truncates rest to TF32 itself, so the pair carries x to
+// 2^-20 |x|. Truncating instead of rounding big saves an instruction per value.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& rest) {
-  big = ptx::tf32_round(x);
+  big = __float_as_uint(x) & 0xffffe000u;
   rest = __float_as_uint(x - __uint_as_float(big));
 }
 
@@ -141,13 +142,15 @@ template <int KPG> __device__ __forceinline__ void lds_words(const uint16_t* p, 
 // EXACT: the tile is exact in TF32 (a bf16 pool before its first update): no remainder MMAs.
 // SPLIT: the dot and Gram MMAs accumulate into several independent fragments, summed at the end:
 // one accumulator would chain all 32 MMAs of an n-tile, each waiting for the previous one.
-template <class TS, int NT, bool EXACT, bool SPLIT>
+// FULL: C == 4 NT, so every token test folds away (T = 8, 16: ~80 selects fewer per tile).
+template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false>
 __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                             const TokenStage& st, const WarpGates& gates, int c0, int tg0, int C,
                                             int lane) {
   constexpr int KPG = Tile<TS>::KPG;
   constexpr int H = 4 * NT;  // first q column
   constexpr int MC = 4 * NT; // chunk tokens this instantiation handles
+  if constexpr (FULL) C = MC;
   const int g = lane >> 2, t = lane & 3;
   const float2* nrm = st.norms() + c0;
   auto rk = [&](int tok) { return tok < C ? nrm[tok].x : 0.f; };
@@ -172,7 +175,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   }
   constexpr int NA = !SPLIT ? 1 : NT == 1 ? 4 : 2;  // accumulators per n-tile: [k-step parity][big, rest]
   constexpr int NG = SPLIT ? 2 : 1;
-  float part[NT][NA][4] = {}, gpart[NG][4] = {};
+  float part[NT][NA][4] = {}, gpart[NG][4] = {}, qpart[4] = {};
 #pragma unroll
   for (int j = 0; j < kSteps / KPG; ++j) {
     uint32_t wv[NT][KPG];
@@ -203,11 +206,14 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
       // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
       const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
       ptx::mma_m16n8k8_tf32(gpart[NG == 2 ? par : 0], ag, b[0]);
+      // [k; q] . q^T: q_i . q_i on the diagonal of rows 8-15 (NT == 1 has q among the columns).
+      if constexpr (NT == 2) ptx::mma_m16n8k8_tf32(qpart, ag, b[1]);
     }
   }
-  float acc[NT][4], gram[4];
+  float acc[NT][4], gram[4], qq[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
+    qq[i] = qpart[i];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       acc[nt][i] = part[nt][0][i];
@@ -219,9 +225,25 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     for (int p = 1; p < NG; ++p) gram[i] += gpart[p][i];
   }
 
+  // ---- Norms of the chunk's tokens (SPEC section 1: 1 / sqrt(x.x + 1e-6), scale folded into rq)
+  // from the Gram diagonals: lane (g, t = g / 2) holds column g of row g in gram[g % 2]; for
+  // NT == 2 q.q is row g + 8 of qq, for NT == 1 rows and columns are [k_0..3, q_0..3].
+  float2* const nw = st.norms() + c0;
+  if (t == (g >> 1)) {
+    const bool y = g & 1;  // selects, not a dynamic index (that would put the arrays in local memory)
+    auto r = [&](float xx) { return a.l2norm ? rsqrtf(xx + 1e-6f) : 1.f; };
+    const float diag = y ? gram[1] : gram[0];
+    if constexpr (NT == 2) {
+      if (g < C) nw[g] = make_float2(r(diag), r(y ? qq[3] : qq[2]) * a.scale);
+    } else if (g < 4) {
+      if (g < C) nw[g].x = r(diag);
+    } else if (g - 4 < C) {
+      nw[g - 4].y = r(diag) * a.scale;
+    }
+  }
   // ---- Gram table G[nt][m][c]: coefficient of d_m in the update of the lane column (nt, c).
   float* G = st.gram();
-  __syncwarp();  // the previous chunk's readers are done
+  __syncwarp();  // the norms are written; the previous chunk's readers of G are done
 #pragma unroll
   for (int y = 0; y < 2; ++y) {
     const int col = 2 * t + y;
@@ -337,10 +359,12 @@ __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args&
     const int C = n - c0 < kChunk ? n - c0 : kChunk;
     // A bf16 pool is exact in TF32 until the first update.
     if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) {
-      if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      if (C == kChunk) apply_chunk<TS, 2, true, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
       else apply_chunk<TS, 1, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
     } else {
-      if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      if (C == kChunk) apply_chunk<TS, 2, false, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
       else apply_chunk<TS, 1, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
     }
   }
@@ -386,7 +410,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
       __syncwarp();  // every lane is done with the previous tokens
       st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
     }
-    st.finish(n, a.l2norm, a.scale, lane);
+    st.wait();
     apply_staged<TS, SPLIT>(tile, a, w, row0, st, gates, t0, n, lane);
   }
   if (a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);

@@ -27,10 +27,12 @@ struct SharedTile {
 
 }  // namespace mma_vk
 
-// T <= kStageTokens (all tokens staged at once), no intermediate cache (vk_mma_supported).
-template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12>
+// T <= kStageTokens (all tokens staged at once; at most 32 gates), no intermediate cache
+// (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
+  constexpr int kCopies = tile_bytes<TS>() / 16 / 32;  // 16-byte copies per lane per tile
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31;
   char* base = reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * pipelined_warp_bytes<TS>(a.T);
@@ -42,29 +44,36 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
   uint32_t i = blockIdx.x * uint32_t(W) + (threadIdx.x >> 5);
   if (i >= n) return;
 
+  // Unrolled copies with constant offsets: one instruction each (a lane-strided loop cost ~7).
   auto prefetch = [&](const WarpTask& w, const TokenStage& st) {
     if (w.slot >= 0) {
-      const TS* src = static_cast<const TS*>(a.pool) + head_offset(a, w.slot, w.h) + w.tile * kRows * kHeadK;
+      const char* src = reinterpret_cast<const char*>(static_cast<const TS*>(a.pool) + head_offset(a, w.slot, w.h) +
+                                                      w.tile * kRows * kHeadK) + lane * 16;
+      char* dst = reinterpret_cast<char*>(buf) + lane * 16;
 #pragma unroll
-      for (int c = lane; c < tile_bytes<TS>() / 16; c += 32)
-        M::copy16_async(reinterpret_cast<char*>(buf) + c * 16, reinterpret_cast<const char*>(src) + c * 16);
+      for (int c = 0; c < kCopies; ++c) M::copy16_async(dst + c * 512, src + c * 512);
     }
     st.start(a, w.b, w.hk, w.h, w.tile * kRows, 0, a.T, lane);  // commits both
+  };
+  // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
+  auto gate_input = [&](const WarpTask& w) {
+    return lane < a.T ? load_gate(a.gate, w.b * a.T + lane, w.h, a.HV) : GateIn{};
   };
 
   WarpTask cur = task_at(a, tiles, i);
   cur.slot = slot_of(a, cur.b);
   prefetch(cur, stage(0));
-  WarpGateIn gate_in = load_gate_inputs(a, cur.b, cur.h, lane);
+  GateIn gate_in = gate_input(cur);
   i += stride;
-  int64_t next_slot = i < n ? slot_of(a, task_at(a, tiles, i).b) : -1;  // one task ahead
+  int64_t next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;  // one task ahead
 
   for (int p = 0;; p ^= 1) {
     const TokenStage st = stage(p);
-    st.finish(a.T, a.l2norm, a.scale, lane);  // waits for the tile and the tokens
+    st.wait();  // the tile and the tokens
     Tile<TS> tile;
     if (cur.slot >= 0) tile.template load<SharedTile>(buf, lane >> 2, lane & 3);
-    const WarpGates gates = gates_of(a, gate_in, lane);
+    WarpGates gates;
+    if (lane < a.T) gates.lo = gate_of(a.gate, gate_in);
     __syncwarp();  // every lane has its part of the tile: the buffer is free
 
     const bool more = i < n;
@@ -73,16 +82,16 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
       cur = task_at(a, tiles, i);
       cur.slot = next_slot;
       prefetch(cur, stage(p ^ 1));
-      gate_in = load_gate_inputs(a, cur.b, cur.h, lane);
+      gate_in = gate_input(cur);
       i += stride;
-      next_slot = i < n ? slot_of(a, task_at(a, tiles, i).b) : -1;
+      next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;
     }
 
     const int row0 = now.tile * kRows;
     if (now.slot < 0) {
       zero_o(a, now, row0, lane);
     } else {
-      apply_staged<TS, true>(tile, a, now, row0, st, gates, 0, a.T, lane);
+      apply_staged<TS, SPLIT>(tile, a, now, row0, st, gates, 0, a.T, lane);
       if (a.update_state)
         tile.template store<M>(static_cast<TS*>(a.pool) + head_offset(a, now.slot, now.h) + int64_t(row0) * kHeadK,
                                lane >> 2, lane & 3);

@@ -1,6 +1,5 @@
-// Warp-level tensor-core MMA (mma.sync, sm_80+): the TF32 m16n8k8 shape with fp32 accumulators,
-// and the fp32 -> TF32 rounding of its operands. CCCL's cuda::ptx has no mma.sync wrapper, hence
-// inline PTX here.
+// Warp-level tensor-core MMA (mma.sync, sm_80+): the TF32 m16n8k8 shape with fp32 accumulators.
+// CCCL's cuda::ptx has no mma.sync wrapper, hence inline PTX here.
 #pragma once
 
 #include <cstdint>
@@ -27,12 +26,6 @@ __device__ inline void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], c
 #else
   __trap();
 #endif
-}
-
-// x rounded to TF32 (nearest, ties away from zero, as cvt.rna.tf32.f32 for finite x), as fp32
-// bits: two integer operations on the full-rate pipe.
-__device__ __forceinline__ uint32_t tf32_round(float x) {
-  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 
 }  // namespace ptx
