@@ -179,7 +179,8 @@ __device__ __forceinline__ TokenGate gate_of(const GateArgs& ga, const GateIn& i
 }
 
 // Gates of tokens `lane` and `lane + 32` (T <= 64), read at once so later tokens cost no latency;
-// load_gate_inputs issues the loads, gates_of does the math, at() broadcasts token t.
+// load_gate_inputs issues the loads, gates_of does the math, at() broadcasts token t. HI = false:
+// the caller has T <= 32, so the second half stays constant and holds no registers.
 struct WarpGateIn {
   GateIn lo, hi;
 };
@@ -190,16 +191,18 @@ struct WarpGates {
     return {__shfl_sync(kFull, decay, t & 31), __shfl_sync(kFull, beta, t & 31)};
   }
 };
+template <bool HI = true>
 __device__ __forceinline__ WarpGateIn load_gate_inputs(const decode::Args& a, int64_t b, int h, int lane) {
   WarpGateIn w;
   if (lane < a.T) w.lo = load_gate(a.gate, b * a.T + lane, h, a.HV);
-  if (lane + 32 < a.T) w.hi = load_gate(a.gate, b * a.T + lane + 32, h, a.HV);
+  if (HI && lane + 32 < a.T) w.hi = load_gate(a.gate, b * a.T + lane + 32, h, a.HV);
   return w;
 }
+template <bool HI = true>
 __device__ __forceinline__ WarpGates gates_of(const decode::Args& a, const WarpGateIn& in, int lane) {
   WarpGates w;
   if (lane < a.T) w.lo = gate_of(a.gate, in.lo);
-  if (lane + 32 < a.T) w.hi = gate_of(a.gate, in.hi);
+  if (HI && lane + 32 < a.T) w.hi = gate_of(a.gate, in.hi);
   return w;
 }
 __device__ __forceinline__ WarpGates load_gates(const decode::Args& a, int64_t b, int h, int lane) {

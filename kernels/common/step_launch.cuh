@@ -108,9 +108,9 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 }
 
 // Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
-template <class TS, bool SPLIT = false> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
+template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
   constexpr int kMinWarps = 12;
-  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, SPLIT>;
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps>;
   const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
   int device = 0, sms = 0, per_sm = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||

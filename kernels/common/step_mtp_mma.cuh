@@ -152,7 +152,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   constexpr int MC = 4 * NT; // chunk tokens this instantiation handles
   if constexpr (FULL) C = MC;
   const int g = lane >> 2, t = lane & 3;
-  const float2* nrm = st.norms() + c0;
+  float2* const nrm = st.norms() + c0;  // written below from the Gram diagonals, then read
   auto rk = [&](int tok) { return tok < C ? nrm[tok].x : 0.f; };
   auto rq = [&](int tok) { return tok < C ? nrm[tok].y : 0.f; };
 
@@ -210,10 +210,9 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
       if constexpr (NT == 2) ptx::mma_m16n8k8_tf32(qpart, ag, b[1]);
     }
   }
-  float acc[NT][4], gram[4], qq[4];
+  float acc[NT][4], gram[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    qq[i] = qpart[i];
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
       acc[nt][i] = part[nt][0][i];
@@ -227,18 +226,17 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
 
   // ---- Norms of the chunk's tokens (SPEC section 1: 1 / sqrt(x.x + 1e-6), scale folded into rq)
   // from the Gram diagonals: lane (g, t = g / 2) holds column g of row g in gram[g % 2]; for
-  // NT == 2 q.q is row g + 8 of qq, for NT == 1 rows and columns are [k_0..3, q_0..3].
-  float2* const nw = st.norms() + c0;
+  // NT == 2 q.q is row g + 8 of qpart, for NT == 1 rows and columns are [k_0..3, q_0..3].
   if (t == (g >> 1)) {
     const bool y = g & 1;  // selects, not a dynamic index (that would put the arrays in local memory)
     auto r = [&](float xx) { return a.l2norm ? rsqrtf(xx + 1e-6f) : 1.f; };
     const float diag = y ? gram[1] : gram[0];
     if constexpr (NT == 2) {
-      if (g < C) nw[g] = make_float2(r(diag), r(y ? qq[3] : qq[2]) * a.scale);
+      if (g < C) nrm[g] = make_float2(r(diag), r(y ? qpart[3] : qpart[2]) * a.scale);
     } else if (g < 4) {
-      if (g < C) nw[g].x = r(diag);
+      if (g < C) nrm[g].x = r(diag);
     } else if (g - 4 < C) {
-      nw[g - 4].y = r(diag) * a.scale;
+      nrm[g - 4].y = r(diag) * a.scale;
     }
   }
   // ---- Gram table G[nt][m][c]: coefficient of d_m in the update of the lane column (nt, c).
@@ -357,16 +355,15 @@ __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args&
                                              const TokenStage& st, const WarpGates& gates, int t0, int n, int lane) {
   for (int c0 = 0; c0 < n; c0 += kChunk) {
     const int C = n - c0 < kChunk ? n - c0 : kChunk;
+    auto chunk = [&](auto exact) {
+      constexpr bool E = decltype(exact)::value;
+      if (C == kChunk) apply_chunk<TS, 2, E, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else if (C > 4) apply_chunk<TS, 2, E, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else apply_chunk<TS, 1, E, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+    };
     // A bf16 pool is exact in TF32 until the first update.
-    if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) {
-      if (C == kChunk) apply_chunk<TS, 2, true, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else if (C > 4) apply_chunk<TS, 2, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else apply_chunk<TS, 1, true, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-    } else {
-      if (C == kChunk) apply_chunk<TS, 2, false, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else if (C > 4) apply_chunk<TS, 2, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else apply_chunk<TS, 1, false, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-    }
+    if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) chunk(std::true_type{});
+    else chunk(std::false_type{});
   }
 }
 

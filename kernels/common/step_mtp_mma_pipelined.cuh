@@ -29,6 +29,7 @@ struct SharedTile {
 
 // T <= kStageTokens (all tokens staged at once; at most 32 gates), no intermediate cache
 // (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
+// One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
 template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
@@ -55,15 +56,11 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     }
     st.start(a, w.b, w.hk, w.h, w.tile * kRows, 0, a.T, lane);  // commits both
   };
-  // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
-  auto gate_input = [&](const WarpTask& w) {
-    return lane < a.T ? load_gate(a.gate, w.b * a.T + lane, w.h, a.HV) : GateIn{};
-  };
 
   WarpTask cur = task_at(a, tiles, i);
   cur.slot = slot_of(a, cur.b);
   prefetch(cur, stage(0));
-  GateIn gate_in = gate_input(cur);
+  WarpGateIn gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);  // T <= 32
   i += stride;
   int64_t next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;  // one task ahead
 
@@ -72,8 +69,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     st.wait();  // the tile and the tokens
     Tile<TS> tile;
     if (cur.slot >= 0) tile.template load<SharedTile>(buf, lane >> 2, lane & 3);
-    WarpGates gates;
-    if (lane < a.T) gates.lo = gate_of(a.gate, gate_in);
+    const WarpGates gates = gates_of<false>(a, gate_in, lane);
     __syncwarp();  // every lane has its part of the tile: the buffer is free
 
     const bool more = i < n;
@@ -82,7 +78,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
       cur = task_at(a, tiles, i);
       cur.slot = next_slot;
       prefetch(cur, stage(p ^ 1));
-      gate_in = gate_input(cur);
+      gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);
       i += stride;
       next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;
     }
