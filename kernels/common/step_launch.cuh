@@ -42,11 +42,25 @@ struct StepConfig {
 // From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128 (events, fourth
 // session): T = 8 162 us (pipelined) vs 188 (CUDA cores), T = 16 205 us; at T <= 6 it ties or
 // loses (T = 6: 160 vs 159 us, B = 256 315 vs 307; T = 5: 158 vs 146). Up to
-// kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools;
-// beyond, its two stages cost occupancy (T = 16: 255 vs 205 us), and for bf16 pools the pipelined
-// build spills (second session: 182 vs 153 us at T = 8).
+// kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools in
+// a middle range of batch sizes (below); beyond that many tokens its two stages cost occupancy
+// (T = 16: 255 vs 205 us), and for bf16 pools the pipelined build spills (second session: 182 vs
+// 153 us at T = 8).
 constexpr int kMmaMinTokens = 8;
 constexpr int kMmaPipelinedMaxTokens = 8;
+// Below kMmaPipelinedMinHeads (row, value head) pairs the plain kernel is faster: the persistent
+// grid's setup costs more than the pipeline hides. H200, T = 8, fp32, 32 value heads (fifth
+// session): B = 1 / 2 / 4 plain 5.44 / 6.53 / 9.12 us against 5.76 / 7.04 / 9.95 pipelined
+// (gdnbench, CUPTI, two GPUs); from B = 8 to 64 the pipelined kernel leads by 2-5 % (round 38).
+// At B = 256 the order depends on the slots: shuffled indices (standalone bench) 303.8 us plain
+// vs 321-324 pipelined, identity indices (configs/mtp.yaml) 319.4 plain vs 312.0 pipelined; the
+// pipelined kernel stays for large batches.
+constexpr int64_t kMmaPipelinedMinHeads = 129;
+
+// Whether a tensor-core call runs pipelined (step_mtp_mma_pipelined.cuh) or plain.
+inline bool uses_pipelined_mma(const decode::Args& a) {
+  return a.T <= kMmaPipelinedMaxTokens && a.state_dtype == DType::f32 && a.B * a.HV >= kMmaPipelinedMinHeads;
+}
 
 // Which kernel serves the call: single-token calls without a cache take the decode kernels (the
 // tile kept as loaded), except fp32 kv, where step_kv_kernel is as fast; the rest the T-token
@@ -127,7 +141,7 @@ inline void launch_step(const decode::Args& a, const StepConfig& c, cudaStream_t
   const bool bf16 = a.state_dtype == DType::bf16;
   if (c.mma) {
     if (!vk_mma_supported(a)) throw std::runtime_error("fast step: the tensor-core kernel does not take this call");
-    if (a.T <= kMmaPipelinedMaxTokens && !bf16) {
+    if (uses_pipelined_mma(a)) {
       launch_vk_mma_pipelined<float>(a, st);
     } else if (bf16) {
       launch_vk_mma<uint16_t, InPlaceMem, 1>(a, st);
