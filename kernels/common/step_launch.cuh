@@ -52,10 +52,9 @@ constexpr int kMmaPipelinedMaxTokens = 8;
 // grid's setup costs more than the pipeline hides. H200, T = 8, fp32, 32 value heads (fifth
 // session): B = 1 / 2 / 4 plain 5.44 / 6.53 / 9.12 us against 5.76 / 7.04 / 9.95 pipelined
 // (gdnbench, CUPTI, two GPUs); from B = 8 to 64 the pipelined kernel leads by 2-5 % (round 38).
-// At B = 256 the measurements disagree: in the standalone bench (events, one GPU) the plain
-// kernel leads with shuffled and with identity slots (303.6 vs 322, 310 vs 316 us), in gdnbench
-// (CUPTI, identity slots, configs/mtp.yaml) it trailed, 319.4 us against the pipelined kernel's
-// 309.5 on a GPU of the same memory speed; the pipelined kernel stays for large batches.
+// At B = 256 the slot pattern decides (gdnbench, one call, two binaries, two repetitions): identity
+// slots 307.8 us pipelined vs 316.5-316.9 plain, random slots 314.9-315.2 vs 310.8-311.4; the
+// pipelined kernel stays for large batches.
 constexpr int64_t kMmaPipelinedMinHeads = 129;
 
 // Whether a tensor-core call runs pipelined (step_mtp_mma_pipelined.cuh) or plain.
