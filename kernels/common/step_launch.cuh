@@ -42,10 +42,10 @@ struct StepConfig {
 // From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128 (events, fourth
 // session): T = 8 162 us (pipelined) vs 188 (CUDA cores), T = 16 205 us; at T <= 6 it ties or
 // loses (T = 6: 160 vs 159 us, B = 256 315 vs 307; T = 5: 158 vs 146). Up to
-// kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools in
-// a middle range of batch sizes (below); beyond that many tokens its two stages cost occupancy
-// (T = 16: 255 vs 205 us), and for bf16 pools the pipelined build spills (second session: 182 vs
-// 153 us at T = 8).
+// kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools
+// from kMmaPipelinedMinHeads (row, value head) pairs on (below); beyond that many tokens its two
+// stages cost occupancy (T = 16: 255 vs 205 us), and for bf16 pools the pipelined build spills
+// (second session: 182 vs 153 us at T = 8).
 constexpr int kMmaMinTokens = 8;
 constexpr int kMmaPipelinedMaxTokens = 8;
 // Below kMmaPipelinedMinHeads (row, value head) pairs the plain kernel is faster: the persistent

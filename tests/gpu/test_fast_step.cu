@@ -112,6 +112,7 @@ std::vector<DepthCase> depth_cases() {
       Shape m3 = step_shape(OpKind::mtp, 2, 40, 1, 4, layout, state);
       m3.dv = 32;
       m3.update_state = false;
+      // T = 8 with 4 x 8 (row, value head) pairs: the plain kernel (kMmaPipelinedMinHeads).
       Shape m4 = step_shape(OpKind::mtp, 4, 8, 4, 8, layout, state);
       m4.l2norm = false;
       m4.inputs = InputDist::no_decay;
