@@ -40,14 +40,22 @@ struct StepConfig {
 };
 
 // From 8 tokens on (vk, no cache) the tensor-core kernel wins: H200, B = 128 (events, fourth
-// session): T = 8 162 us (pipelined) vs 188 (CUDA cores), T = 16 205 us; at T <= 6 it ties or
-// loses (T = 6: 160 vs 159 us, B = 256 315 vs 307; T = 5: 158 vs 146). Up to
+// session): T = 8 162 us (pipelined) vs 188 (CUDA cores), T = 16 205 us; T = 5 loses (158 vs
+// 146). At T = 6 and 7 the standalone bench (events) saw a tie where gdnbench (CUPTI) later
+// measured the tensor-core kernels ahead: kMmaFp32MinTokens below. Up to
 // kMmaPipelinedMaxTokens tokens it runs pipelined (step_mtp_mma_pipelined.cuh) for fp32 pools
 // from kMmaPipelinedMinHeads (row, value head) pairs on (below); beyond that many tokens its two
 // stages cost occupancy (T = 16: 255 vs 205 us), and for bf16 pools the pipelined build spills
 // (second session: 182 vs 153 us at T = 8).
 constexpr int kMmaMinTokens = 8;
 constexpr int kMmaPipelinedMaxTokens = 8;
+// T = 6 and 7 with an fp32 pool too (sixth session, gdnbench A/B, CUPTI, one call, H200, 16/32
+// heads): T = 7 faster on tensor cores at every batch size (B = 64 / 128 / 256: 78.7 / 151.1 /
+// 301.1 us vs 89.3 / 171.3 / 332.0 on the T-token kernel), T = 6 at B <= 4 and B >= 64 (77.9 /
+// 150.1 / 300.3 vs 81.4 / 158.7 / 307.8) but not in between (B = 16: 27.0 vs 25.0 us, B = 32
+// a tie): kMmaT6MinHeads.
+constexpr int kMmaFp32MinTokens = 6;
+constexpr int64_t kMmaT6MinHeads = 1025;
 // Below kMmaPipelinedMinHeads (row, value head) pairs the plain kernel is faster: the persistent
 // grid's setup costs more than the pipeline hides. H200, T = 8, fp32, 32 value heads (fifth
 // session): B = 1 / 2 / 4 plain 5.44 / 6.53 / 9.12 us against 5.76 / 7.04 / 9.95 pipelined
@@ -56,6 +64,15 @@ constexpr int kMmaPipelinedMaxTokens = 8;
 // slots 307.8 us pipelined vs 316.5-316.9 plain, random slots 314.9-315.2 vs 310.8-311.4; the
 // pipelined kernel stays for large batches.
 constexpr int64_t kMmaPipelinedMinHeads = 129;
+
+// Whether the tensor-core kernels (plain or pipelined) take the call.
+inline bool uses_mma(const decode::Args& a) {
+  if (!vk_mma_supported(a)) return false;
+  if (a.T >= kMmaMinTokens) return true;
+  if (a.state_dtype != DType::f32 || a.T < kMmaFp32MinTokens) return false;
+  const int64_t heads = a.B * a.HV;
+  return a.T > 6 || heads < kMmaPipelinedMinHeads || heads >= kMmaT6MinHeads;
+}
 
 // Whether a tensor-core call runs pipelined (step_mtp_mma_pipelined.cuh) or plain.
 inline bool uses_pipelined_mma(const decode::Args& a) {
@@ -85,7 +102,7 @@ inline StepConfig choose_config(const decode::Args& a) {
   } else {
     c.depth = !bf16 && heads <= 32 ? 1 : 2;
   }
-  c.mma = a.T >= kMmaMinTokens && vk_mma_supported(a);
+  c.mma = uses_mma(a);
   return c;
 }
 

@@ -121,10 +121,19 @@ std::vector<DepthCase> depth_cases() {
       m5.indices = IndexPattern::padded;
       m5.pool = 240;
       m5.inputs = InputDist::strong_decay;
+      // T = 6 and 7 (routed to these kernels for fp32 pools): a chunk of 6 on the pipelined
+      // kernel with padding and a raw gate, a chunk of 7 on the plain one.
+      Shape m6 = step_shape(OpKind::mtp, 40, 6, 4, 16, layout, state);
+      m6.gate = GateForm::raw;
+      m6.indices = IndexPattern::padded;
+      m6.pool = 48;
+      Shape m7 = step_shape(OpKind::mtp, 3, 7, 2, 8, layout, state);
+      m7.inputs = InputDist::beta_one;
       for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
                {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
                {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4},
-               {"mtp_t8_b200_padded_strong_decay", m5}})
+               {"mtp_t8_b200_padded_strong_decay", m5}, {"mtp_t6_b40_raw_padded", m6},
+               {"mtp_t7_beta_one", m7}})
         out.push_back({label + "_" + tag + "_mma", s, 0, true});
     }
   return out;
@@ -208,6 +217,23 @@ TEST(FastStep, DepthFollowsTheNumberOfHeads) {
   EXPECT_EQ(choose_config(args_of(2, 32, Layout::kv, DType::bf16)).depth, 2);
   EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::bf16)).depth, 4);
   EXPECT_FALSE(choose_config(m).mma);
+  // T = 6 and 7 with an fp32 pool: the tensor-core kernels, except T = 6 at 129-1024 pairs
+  m.T = 7;
+  EXPECT_TRUE(choose_config(m).mma);  // 16 x 32 pairs
+  m.T = 6;
+  EXPECT_FALSE(choose_config(m).mma);
+  m.B = 32;  // 1024 pairs
+  EXPECT_FALSE(choose_config(m).mma);
+  m.B = 33;
+  EXPECT_TRUE(choose_config(m).mma);
+  m.B = 4;  // 128 pairs: the plain tensor-core kernel
+  EXPECT_TRUE(choose_config(m).mma);
+  EXPECT_FALSE(fast::uses_pipelined_mma(m));
+  m.state_dtype = DType::bf16, m.T = 7;
+  EXPECT_FALSE(choose_config(m).mma);
+  m.state_dtype = DType::f32, m.T = 5, m.B = 64;
+  EXPECT_FALSE(choose_config(m).mma);
+  m.B = 16;
   m.T = 8;  // from 8 tokens on: the tensor-core kernel, unless the cache is asked for
   EXPECT_TRUE(choose_config(m).mma);
   int cache = 0;
