@@ -1,7 +1,8 @@
 // mtp/fast: the bandwidth-bound speculative-verify step (T tokens per row). The state tile stays
 // in registers across all T tokens: read once, written once (if update_state), streamed to the
-// intermediate cache after each token when asked. From 8 tokens on (vk, no cache) the chunked
-// tensor-core kernel (step_mtp_mma.cuh) takes the call. docs/notes/decode-mtp.md.
+// intermediate cache after each token when asked. From 8 tokens on (vk, no cache; from 6 with an
+// fp32 pool, see uses_mma) the chunked tensor-core kernel (step_mtp_mma.cuh) takes the call.
+// docs/notes/decode-mtp.md.
 #include "common/step_launch.cuh"
 
 namespace gdn {
@@ -10,7 +11,7 @@ namespace {
 const VariantRegistration kRegistration{Variant{
     "mtp/fast", OpKind::mtp, Backend::cuda, 80, 1000,
     "bandwidth-bound: state tile in registers across all T tokens, lazy decay, optional per-token cache; "
-    "T >= 8 without the cache (vk) in chunks of 8 on TF32 tensor cores (mma.sync, split for fp32 accuracy); "
+    "T >= 8 (most T >= 6 with fp32 pools) without the cache (vk) in chunks of 8 on TF32 tensor cores (mma.sync, split for fp32 accuracy); "
     "K = 128, V % 16 == 0, bf16 inputs, T <= 64, vk and kv, fp32 and bf16 pools",
     fast::step_support, fast::step_fast_launch, fast::step_fast_tolerances(), false}};
 
