@@ -53,7 +53,7 @@ constexpr int kMmaPipelinedMaxTokens = 8;
 // heads): T = 7 faster on tensor cores at every batch size (B = 64 / 128 / 256: 78.7 / 151.1 /
 // 301.1 us vs 89.3 / 171.3 / 332.0 on the T-token kernel), T = 6 at B <= 4 and B >= 64 (77.9 /
 // 150.1 / 300.3 vs 81.4 / 158.7 / 307.8) but not in between (B = 16: 27.0 vs 25.0 us, B = 32
-// a tie): kMmaT6MinHeads.
+// a tie): kMmaT6MinHeads puts the switch just past the tie (B = 33-63 not measured).
 constexpr int kMmaFp32MinTokens = 6;
 constexpr int64_t kMmaT6MinHeads = 1025;
 // Below kMmaPipelinedMinHeads (row, value head) pairs the plain kernel is faster: the persistent

@@ -57,12 +57,16 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     st.start(a, w.b, w.hk, w.h, w.tile * kRows, 0, a.T, lane);  // commits both
   };
 
+  // The slot of task j's row (-1 past the end), read one task ahead of its prefetch.
+  const uint32_t tiles_per_row = uint32_t(a.HV * tiles);
+  auto slot_ahead = [&](uint32_t j) { return j < n ? slot_of(a, j / tiles_per_row) : int64_t(-1); };
+
   WarpTask cur = task_at(a, tiles, i);
   cur.slot = slot_of(a, cur.b);
   prefetch(cur, stage(0));
   WarpGateIn gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);  // T <= 32
   i += stride;
-  int64_t next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;  // one task ahead
+  int64_t next_slot = slot_ahead(i);
 
   for (int p = 0;; p ^= 1) {
     const TokenStage st = stage(p);
@@ -80,7 +84,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
       prefetch(cur, stage(p ^ 1));
       gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);
       i += stride;
-      next_slot = i < n ? slot_of(a, i / uint32_t(a.HV * tiles)) : -1;
+      next_slot = slot_ahead(i);
     }
 
     const int row0 = now.tile * kRows;
