@@ -127,7 +127,7 @@ template <int kFrom, int kTo> __device__ __forceinline__ float sum_lanes(float x
 // Sums N values (N = 2, 4 or 8) over a group of 8 lanes (lane bits 0-2) and leaves one sum in
 // each lane: lane cl of the group returns the sum of x[cl / (8 / N)]. Each level exchanges half of
 // the remaining values (a transposing butterfly): 7 N / 8 shuffles instead of 3 N.
-template <int N, int MASK> __device__ __forceinline__ void halve_sum(float (&x)[8], int lane) {
+template <int N, int MASK, int S> __device__ __forceinline__ void halve_sum(float (&x)[S], int lane) {
   const bool hi = lane & MASK;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
@@ -151,6 +151,13 @@ template <int N> __device__ __forceinline__ float transpose_sum8(const float (&v
     x[0] += __shfl_xor_sync(kFull, x[0], 1);
   }
   return x[0];
+}
+
+// Sums 16 values over the whole warp and leaves one sum in each lane: lanes 2 i and 2 i + 1 return
+// the sum of x[i] (16 shuffles instead of 80).
+__device__ __forceinline__ float transpose_sum32x16(float (&x)[16], int lane) {
+  halve_sum<16, 16>(x, lane), halve_sum<8, 8>(x, lane), halve_sum<4, 4>(x, lane), halve_sum<2, 2>(x, lane);
+  return x[0] + __shfl_xor_sync(kFull, x[0], 1);
 }
 
 // The gate of one token, in two steps: load_gate issues the loads (early, so that they return

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/step_decode.cuh"
 #include "common/step_kernel.cuh"
 #include "common/step_mtp_mma.cuh"
 #include "common/step_mtp_mma_pipelined.cuh"
+#include "common/step_read_only.cuh"
 #include "core/registry.h"
 #include "core/shape.h"
 
@@ -65,9 +67,21 @@ constexpr int64_t kMmaT6MinHeads = 1025;
 // pipelined kernel stays for large batches.
 constexpr int64_t kMmaPipelinedMinHeads = 129;
 
+// Read-only calls (update_state off, no cache). Up to kGramTokens tokens step_vk_read_only_kernel
+// takes them; from 5 tokens on, with an fp32 pool and the pipelined kernel's batch sizes, the
+// tensor-core READ_ONLY builds (no state update). H200, 16/32 heads, fp32, gdnbench A/B, CUPTI,
+// one call, two repetitions (eighth session): T = 5 B = 32 / 256 29.9 / 180.3 us against 35.1 /
+// 233.0 on the T-token kernel, T = 6 B = 32 30.6 vs 38.6; at T = 2-4 the T-token read-only
+// kernel leads (T = 4 B = 256: 155.6 vs 164.2 us, B = 32 27.3 vs 28.9; T = 2 B = 1 4.16 vs 5.12).
+inline bool read_only_mma(const decode::Args& a) {
+  return !a.update_state && a.intermediate == nullptr && a.T > kGramTokens && a.state_dtype == DType::f32 &&
+         a.B * a.HV >= kMmaPipelinedMinHeads;
+}
+
 // Whether the tensor-core kernels (plain or pipelined) take the call.
 inline bool uses_mma(const decode::Args& a) {
   if (!vk_mma_supported(a)) return false;
+  if (read_only_mma(a)) return true;
   if (a.T >= kMmaMinTokens) return true;
   if (a.state_dtype != DType::f32 || a.T < kMmaFp32MinTokens) return false;
   const int64_t heads = a.B * a.HV;
@@ -130,6 +144,27 @@ template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t
   step_vk_kernel<TS, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
 }
 
+// step_vk_read_only_kernel: at depth 4 two tiles per warp where V allows, 16 resident warps per
+// SM for fp32 pools (118 registers), 20 for bf16 (96). H200, 16/32 heads, T = 4, update off,
+// gdnbench A/B, CUPTI, one call, two repetitions (eighth session), B = 32 / 128 / 256: fp32
+// one tile, 20 warps 28.8 / 87.9 / 168.8 us; two tiles, 20 warps 27.3 / 83.0 / 155.6; two
+// tiles, 16 warps 26.2 / 81.7 / 154.8 (T = 2 B = 256: 135.8 vs 141.7). bf16 B = 256: two
+// tiles 143.2 us at 20 warps, 148.6 at 16.
+template <class TS> constexpr int kReadOnlyMinWarps = std::is_same_v<TS, float> ? 16 : 20;
+constexpr int kReadOnlyTiles = 2;
+template <class TS, int ROWS, int TILES> void launch_vk_read_only_tiles(const decode::Args& a, cudaStream_t st) {
+  constexpr int rows_per_warp = 4 * ROWS * TILES;
+  const int smem = stage_bytes(a.T, rows_per_warp, true) + kGramBytes;
+  step_vk_read_only_kernel<TS, ROWS, TILES, kReadOnlyMinWarps<TS>>
+      <<<unsigned(warps_for(a, rows_per_warp)), 32, smem, st>>>(a);
+}
+template <class TS, int ROWS> void launch_vk_read_only(const decode::Args& a, cudaStream_t st) {
+  if constexpr (ROWS == 4) {
+    if (a.V % (4 * ROWS * kReadOnlyTiles) == 0) return launch_vk_read_only_tiles<TS, ROWS, kReadOnlyTiles>(a, st);
+  }
+  launch_vk_read_only_tiles<TS, ROWS, 1>(a, st);
+}
+
 template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t st) {
   constexpr int cols_per_warp = LPK * Chunk<TS>::E;
   const int64_t warps = warps_for(a, cols_per_warp);
@@ -139,9 +174,9 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 }
 
 // Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
-template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
-  constexpr int kMinWarps = 12;
-  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps>;
+template <class TS, bool READ_ONLY> void launch_vk_mma_pipelined_build(const decode::Args& a, cudaStream_t st) {
+  constexpr int kMinWarps = 12;  // READ_ONLY too: at 16 (128 registers) it spills, 40 % slower
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, false, READ_ONLY>;
   const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
   int device = 0, sms = 0, per_sm = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -150,6 +185,10 @@ template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStre
     throw std::runtime_error("fast step: no occupancy for the pipelined tensor-core kernel");
   const int64_t tiles = a.B * a.HV * (a.V / mma_vk::kRows);
   kernel<<<unsigned(std::min<int64_t>(tiles, int64_t(per_sm) * sms)), 32, smem, st>>>(a);
+}
+template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
+  if (read_only_call(a)) launch_vk_mma_pipelined_build<TS, true>(a, st);
+  else launch_vk_mma_pipelined_build<TS, false>(a, st);
 }
 
 // Enqueues one call on `st`. Throws std::runtime_error on an unsupported depth or a launch error.
@@ -179,6 +218,16 @@ inline void launch_step(const decode::Args& a, const StepConfig& c, cudaStream_t
       case 3: launch_decode_vk<uint16_t, 1>(a, st); break;
       case 5: launch_decode_vk<uint16_t, 2>(a, st); break;
       case 9: launch_decode_vk<uint16_t, 4>(a, st); break;
+      default: throw std::runtime_error("fast step: unsupported vk depth " + std::to_string(c.depth));
+    }
+  } else if (vk_read_only_path(a)) {
+    switch (c.depth * 2 + bf16) {
+      case 2: launch_vk_read_only<float, 1>(a, st); break;
+      case 4: launch_vk_read_only<float, 2>(a, st); break;
+      case 8: launch_vk_read_only<float, 4>(a, st); break;
+      case 3: launch_vk_read_only<uint16_t, 1>(a, st); break;
+      case 5: launch_vk_read_only<uint16_t, 2>(a, st); break;
+      case 9: launch_vk_read_only<uint16_t, 4>(a, st); break;
       default: throw std::runtime_error("fast step: unsupported vk depth " + std::to_string(c.depth));
     }
   } else if (a.layout == Layout::vk) {

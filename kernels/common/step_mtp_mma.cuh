@@ -143,7 +143,8 @@ template <int KPG> __device__ __forceinline__ void lds_words(const uint16_t* p, 
 // SPLIT: the dot and Gram MMAs accumulate into several independent fragments, summed at the end:
 // one accumulator would chain all 32 MMAs of an n-tile, each waiting for the previous one.
 // FULL: C == 4 NT, so every token test folds away (T = 8, 16: ~80 selects fewer per tile).
-template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false>
+// UPDATE: step 3 runs (off: nothing reads the state after the chunk, see read_only_call).
+template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true>
 __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                             const TokenStage& st, const WarpGates& gates, int c0, int tg0, int C,
                                             int lane) {
@@ -308,6 +309,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
       }
 
   // ---- 3. S = A_C S0 + W K, W[row][m] = d_m rk_m prod_{i > m} a_i (suffix products: no division).
+  if constexpr (!UPDATE) return;
   float ac = 1.f, suf[2] = {1.f, 1.f};
 #pragma unroll
   for (int m = 0; m < MC; ++m) {
@@ -349,17 +351,19 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   }
 }
 
-// The n staged tokens (global tokens t0 ..) applied to the tile in chunks of kChunk.
-template <class TS, bool SPLIT>
+// The n staged tokens (global tokens t0 ..) applied to the tile in chunks of kChunk. READ_ONLY:
+// a read_only_call (one chunk), whose state is not updated.
+template <class TS, bool SPLIT, bool READ_ONLY = false>
 __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                              const TokenStage& st, const WarpGates& gates, int t0, int n, int lane) {
   for (int c0 = 0; c0 < n; c0 += kChunk) {
     const int C = n - c0 < kChunk ? n - c0 : kChunk;
     auto chunk = [&](auto exact) {
       constexpr bool E = decltype(exact)::value;
-      if (C == kChunk) apply_chunk<TS, 2, E, SPLIT, true>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else if (C > 4) apply_chunk<TS, 2, E, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else apply_chunk<TS, 1, E, SPLIT>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      constexpr bool U = !READ_ONLY;
+      if (C == kChunk) apply_chunk<TS, 2, E, SPLIT, true, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else if (C > 4) apply_chunk<TS, 2, E, SPLIT, false, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else apply_chunk<TS, 1, E, SPLIT, false, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
     };
     // A bf16 pool is exact in TF32 until the first update.
     if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) chunk(std::true_type{});
@@ -375,10 +379,15 @@ __device__ __forceinline__ void zero_o(const decode::Args& a, const WarpTask& w,
 
 }  // namespace mma_vk
 
+// Whether a call only reads the state within one chunk (update_state off, T <= kChunk; the
+// tensor-core kernels take no cache): the READ_ONLY builds skip the state update (step 3).
+inline bool read_only_call(const decode::Args& a) { return !a.update_state && a.T <= mma_vk::kChunk; }
+
 // K = 128, V % 16 == 0, bf16 q/k/v, fp32 or bf16 (uint16_t) pool, T in 1..64, no intermediate
 // cache. Grid: one warp per (row, value head, 16 rows), W warps per block, no block barriers.
-// MINW: resident warps per SM to budget registers for (12: 168 registers, 16: 128).
-template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true>
+// MINW: resident warps per SM to budget registers for (12: 168 registers, 16: 128). READ_ONLY:
+// the build for read_only_call calls.
+template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true, bool READ_ONLY = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const decode::Args a) {
   using namespace mma_vk;
   extern __shared__ uint4 smem_raw[];
@@ -408,9 +417,9 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
       st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
     }
     st.wait();
-    apply_staged<TS, SPLIT>(tile, a, w, row0, st, gates, t0, n, lane);
+    apply_staged<TS, SPLIT, READ_ONLY>(tile, a, w, row0, st, gates, t0, n, lane);
   }
-  if (a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
+  if (!READ_ONLY && a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
 }
 
 // The shapes step_vk_mma_kernel handles.
@@ -425,7 +434,9 @@ void launch_vk_mma(const decode::Args& a, cudaStream_t st) {
   if (a.B == 0) return;
   const int64_t warps = a.B * a.HV * (a.V / mma_vk::kRows);
   const int tc = a.T < kStageTokens ? a.T : kStageTokens;
-  step_vk_mma_kernel<TS, M, W, MINW, SPLIT><<<unsigned((warps + W - 1) / W), W * 32, W * mma_vk::stage_bytes(tc), st>>>(a);
+  const unsigned blocks = unsigned((warps + W - 1) / W), smem = W * mma_vk::stage_bytes(tc);
+  if (read_only_call(a)) step_vk_mma_kernel<TS, M, W, MINW, SPLIT, true><<<blocks, W * 32, smem, st>>>(a);
+  else step_vk_mma_kernel<TS, M, W, MINW, SPLIT><<<blocks, W * 32, smem, st>>>(a);
 }
 
 }  // namespace gdn::fast

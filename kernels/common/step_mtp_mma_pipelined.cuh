@@ -29,8 +29,9 @@ struct SharedTile {
 
 // T <= kStageTokens (all tokens staged at once; at most 32 gates), no intermediate cache
 // (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
+// READ_ONLY: the build for read_only_call calls (no state update, nothing stored).
 // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
-template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false>
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false, bool READ_ONLY = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
   constexpr int kCopies = tile_bytes<TS>() / 16 / 32;  // 16-byte copies per lane per tile
@@ -91,8 +92,8 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     if (now.slot < 0) {
       zero_o(a, now, row0, lane);
     } else {
-      apply_staged<TS, SPLIT>(tile, a, now, row0, st, gates, 0, a.T, lane);
-      if (a.update_state)
+      apply_staged<TS, SPLIT, READ_ONLY>(tile, a, now, row0, st, gates, 0, a.T, lane);
+      if (!READ_ONLY && a.update_state)
         tile.template store<M>(static_cast<TS*>(a.pool) + head_offset(a, now.slot, now.h) + int64_t(row0) * kHeadK,
                                lane >> 2, lane & 3);
     }

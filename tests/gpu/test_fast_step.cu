@@ -95,6 +95,33 @@ std::vector<DepthCase> depth_cases() {
       rr.update_state = false;
       rr.gate = GateForm::raw;
       shapes.push_back({"mtp_t10_rollback_read_only_raw", rr});
+      // update off without the cache, T <= 4: the vk read-only kernel (dots with the starting
+      // state, Gram table; two tiles per warp at depth 4 where V allows, V = 48 one); strong
+      // decay, raw gate + i32 + padding, beta = 1 without l2norm.
+      Shape ro = step_shape(OpKind::mtp, 6, 4, 2, 8, layout, state);
+      ro.update_state = false;
+      ro.inputs = InputDist::strong_decay;
+      ro.indices = IndexPattern::padded;
+      ro.pool = 10;
+      shapes.push_back({"mtp_t4_read_only_padded_strong_decay", ro});
+      Shape ro3 = step_shape(OpKind::mtp, 5, 3, 2, 4, layout, state);
+      ro3.update_state = false;
+      ro3.dv = 64;
+      ro3.gate = GateForm::raw;
+      ro3.index_dtype = DType::i32;
+      ro3.indices = IndexPattern::padded;
+      ro3.pool = 9;
+      shapes.push_back({"mtp_t3_read_only_raw_i32_padded_v64", ro3});
+      Shape ro2 = step_shape(OpKind::mtp, 3, 2, 4, 8, layout, state);
+      ro2.update_state = false;
+      ro2.l2norm = false;
+      ro2.inputs = InputDist::beta_one;
+      shapes.push_back({"mtp_t2_read_only_beta_one_no_l2norm", ro2});
+      Shape ro4 = step_shape(OpKind::mtp, 4, 4, 2, 4, layout, state);
+      ro4.update_state = false;
+      ro4.inputs = InputDist::no_decay;
+      ro4.dv = 48;
+      shapes.push_back({"mtp_t4_read_only_no_decay_v48", ro4});
       for (const auto& [label, s] : shapes)
         for (int depth : depths_of(s.op, layout, state))
           out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
@@ -129,11 +156,33 @@ std::vector<DepthCase> depth_cases() {
       m6.pool = 48;
       Shape m7 = step_shape(OpKind::mtp, 3, 7, 2, 8, layout, state);
       m7.inputs = InputDist::beta_one;
+      // Update off within one chunk: the READ_ONLY builds (no state update), pipelined for fp32
+      // from 129 (row, value head) pairs, plain below and for bf16.
+      Shape r4 = step_shape(OpKind::mtp, 40, 4, 4, 16, layout, state);
+      r4.update_state = false;
+      r4.inputs = InputDist::strong_decay;
+      r4.indices = IndexPattern::padded;
+      r4.pool = 48;
+      Shape r2 = step_shape(OpKind::mtp, 3, 2, 2, 8, layout, state);
+      r2.update_state = false;
+      r2.gate = GateForm::raw;
+      r2.inputs = InputDist::beta_one;
+      r2.dv = 64;
+      Shape r8 = step_shape(OpKind::mtp, 40, 8, 4, 16, layout, state);
+      r8.update_state = false;
+      r8.l2norm = false;
+      r8.index_dtype = DType::i32;
+      Shape r5 = step_shape(OpKind::mtp, 40, 5, 4, 16, layout, state);
+      r5.update_state = false;
+      r5.gate = GateForm::raw;
+      r5.inputs = InputDist::no_decay;
       for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
                {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
                {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4},
                {"mtp_t8_b200_padded_strong_decay", m5}, {"mtp_t6_b40_raw_padded", m6},
-               {"mtp_t7_beta_one", m7}})
+               {"mtp_t7_beta_one", m7}, {"mtp_t4_b40_read_only_padded_strong_decay", r4},
+               {"mtp_t2_read_only_raw_beta_one_v64", r2}, {"mtp_t8_b40_read_only_i32_no_l2norm", r8},
+               {"mtp_t5_b40_read_only_raw_no_decay", r5}})
         out.push_back({label + "_" + tag + "_mma", s, 0, true});
     }
   return out;
@@ -240,6 +289,29 @@ TEST(FastStep, DepthFollowsTheNumberOfHeads) {
   m.intermediate = &cache;
   EXPECT_FALSE(choose_config(m).mma);
   m.intermediate = nullptr, m.T = 4;
+  // update off without the cache, up to kGramTokens tokens, vk: the read-only kernel
+  m.update_state = false;
+  EXPECT_TRUE(fast::vk_read_only_path(m));
+  m.layout = Layout::kv;
+  EXPECT_FALSE(fast::vk_read_only_path(m));
+  m.layout = Layout::vk;
+  m.T = 5;
+  EXPECT_FALSE(fast::vk_read_only_path(m));
+  // from 5 tokens on, fp32, from kMmaPipelinedMinHeads pairs: the tensor-core READ_ONLY builds
+  EXPECT_TRUE(fast::read_only_mma(m));
+  EXPECT_TRUE(choose_config(m).mma);
+  EXPECT_TRUE(fast::read_only_call(m));
+  m.state_dtype = DType::bf16;
+  EXPECT_FALSE(fast::read_only_mma(m));
+  m.state_dtype = DType::f32, m.B = 2;
+  EXPECT_FALSE(fast::read_only_mma(m));
+  m.B = 8, m.T = 9;
+  EXPECT_FALSE(fast::read_only_call(m));  // two chunks: the first one updates the state
+  m.T = 2, m.intermediate = &cache;
+  EXPECT_FALSE(fast::vk_read_only_path(m));
+  m.intermediate = nullptr, m.update_state = true;
+  EXPECT_FALSE(fast::vk_read_only_path(m));
+  m.T = 4;
   m.layout = Layout::kv, m.state_dtype = DType::bf16;
   EXPECT_FALSE(fast::uses_decode_kernel(m));
   EXPECT_EQ(choose_config(m).depth, 2);
