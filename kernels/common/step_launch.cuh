@@ -138,12 +138,6 @@ template <class TS, int LPK> void launch_decode_kv(const decode::Args& a, cudaSt
   decode_kv_kernel<TS, LPK><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
 }
 
-template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t st) {
-  constexpr int rows_per_warp = 4 * ROWS;
-  const int tc = a.T < kVkStageTokens ? a.T : kVkStageTokens;
-  step_vk_kernel<TS, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
-}
-
 // step_vk_read_only_kernel: at depth 4 two tiles per warp where V allows, 16 resident warps per
 // SM for fp32 pools (118 registers), 20 for bf16 (96). H200, 16/32 heads, T = 4, update off,
 // gdnbench A/B, CUPTI, one call, two repetitions (eighth session), B = 32 / 128 / 256: fp32
@@ -163,6 +157,13 @@ template <class TS, int ROWS> void launch_vk_read_only(const decode::Args& a, cu
     if (a.V % (4 * ROWS * kReadOnlyTiles) == 0) return launch_vk_read_only_tiles<TS, ROWS, kReadOnlyTiles>(a, st);
   }
   launch_vk_read_only_tiles<TS, ROWS, 1>(a, st);
+}
+
+template <class TS, int ROWS> void launch_vk(const decode::Args& a, cudaStream_t st) {
+  if (vk_read_only_path(a)) return launch_vk_read_only<TS, ROWS>(a, st);
+  constexpr int rows_per_warp = 4 * ROWS;
+  const int tc = a.T < kVkStageTokens ? a.T : kVkStageTokens;
+  step_vk_kernel<TS, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
 }
 
 template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t st) {
@@ -218,16 +219,6 @@ inline void launch_step(const decode::Args& a, const StepConfig& c, cudaStream_t
       case 3: launch_decode_vk<uint16_t, 1>(a, st); break;
       case 5: launch_decode_vk<uint16_t, 2>(a, st); break;
       case 9: launch_decode_vk<uint16_t, 4>(a, st); break;
-      default: throw std::runtime_error("fast step: unsupported vk depth " + std::to_string(c.depth));
-    }
-  } else if (vk_read_only_path(a)) {
-    switch (c.depth * 2 + bf16) {
-      case 2: launch_vk_read_only<float, 1>(a, st); break;
-      case 4: launch_vk_read_only<float, 2>(a, st); break;
-      case 8: launch_vk_read_only<float, 4>(a, st); break;
-      case 3: launch_vk_read_only<uint16_t, 1>(a, st); break;
-      case 5: launch_vk_read_only<uint16_t, 2>(a, st); break;
-      case 9: launch_vk_read_only<uint16_t, 4>(a, st); break;
       default: throw std::runtime_error("fast step: unsupported vk depth " + std::to_string(c.depth));
     }
   } else if (a.layout == Layout::vk) {
