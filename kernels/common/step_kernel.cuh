@@ -156,6 +156,29 @@ template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
     }
   }
 
+  // Both dots of every row with staged token j (fp32 k^ and q^), summed over the row's 8 lanes by
+  // a transposing butterfly: lane cl returns row mr = (cl >> SH) / 2's s.k^ (even cl >> SH) or s.q^
+  // (odd); its partner (lane bit SH flipped) holds the other. Both dots first, so the row
+  // reductions overlap.
+  static constexpr int SH = ROWS == 4 ? 0 : ROWS == 2 ? 1 : 2;
+  __device__ float dots(const Stage& st, int j) const {
+    float x[2 * ROWS] = {};  // partial S_r.k^, S_r.q^
+#pragma unroll
+    for (int ch = 0; ch < NC; ++ch) {
+      float kc[E], qc[E];
+      load_f32<E>(st.k32(j) + (cl + LPR * ch) * E, kc);
+      load_f32<E>(st.q32(j) + (cl + LPR * ch) * E, qc);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          x[2 * r] = fmaf(s[r][ch * E + e], kc[e], x[2 * r]);
+          x[2 * r + 1] = fmaf(s[r][ch * E + e], qc[e], x[2 * r + 1]);
+        }
+    }
+    return transpose_sum8<2 * ROWS>(x, cl);
+  }
+
   // Tokens [t0, t0 + n) of row b, head h, staged in st (finished, with the fp32 k^ and q^): o of
   // every token, the cache after every token. k^ and q^ are read from shared memory chunk by
   // chunk, in the dots and again in the update, instead of being held: that keeps the tile at
@@ -163,7 +186,6 @@ template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
   template <class M>
   __device__ void tokens(const decode::Args& a, const Stage& st, const WarpGates& gates, int64_t b, int h, int t0,
                          int n) {
-    constexpr int SH = ROWS == 4 ? 0 : ROWS == 2 ? 1 : 2;  // see the reduction below
     const int idx = cl >> SH, mr = idx >> 1;
     const bool is_q = idx & 1;
     // o of (token 0, this lane's row mr); tokens are o_stride apart.
@@ -181,25 +203,9 @@ template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
       }
       // c >= kMinLazyScale: the approximate reciprocal (1 ulp) needs no slow path.
       const float c = lazy.c, inv_c = __fdividef(1.f, c);
-      // Both dots of every row first, so the row reductions overlap.
-      float x[2 * ROWS] = {};  // partial S_r.k^, S_r.q^
-#pragma unroll
-      for (int ch = 0; ch < NC; ++ch) {
-        float kc[E], qc[E];
-        load_f32<E>(st.k32(j) + (cl + LPR * ch) * E, kc);
-        load_f32<E>(st.q32(j) + (cl + LPR * ch) * E, qc);
-#pragma unroll
-        for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-          for (int e = 0; e < E; ++e) {
-            x[2 * r] = fmaf(s[r][ch * E + e], kc[e], x[2 * r]);
-            x[2 * r + 1] = fmaf(s[r][ch * E + e], qc[e], x[2 * r + 1]);
-          }
-      }
-      // One full sum per lane: lane cl holds x[cl >> SH], i.e. row mr's k dot (even) or q dot
-      // (odd); its partner (lane bit SH flipped) holds the other. Each lane computes its row's
-      // delta once; the update then takes every row's from the lanes that hold it.
-      const float mine = transpose_sum8<2 * ROWS>(x, cl), other = __shfl_xor_sync(kFull, mine, 1 << SH);
+      // Each lane computes its row's delta once; the update then takes every row's from the
+      // lanes that hold it.
+      const float mine = dots(st, j), other = __shfl_xor_sync(kFull, mine, 1 << SH);
       const float pk = is_q ? other : mine, pq = is_q ? mine : other;
       const float d = g.beta * (st.v_at(j, rg + RPI * mr) - c * pk);
       const float dk_mine = d * inv_c;

@@ -56,30 +56,15 @@ __host__ __device__ inline bool vk_read_only_path(const decode::Args& a) {
   return a.layout == Layout::vk && !a.update_state && a.intermediate == nullptr && a.T <= kGramTokens;
 }
 
-// The dots of the tile's starting state with the n staged tokens: mine[t] is this lane's row's
-// s.k_t (even reduction index) or s.q_t (odd), as in VkTile::tokens.
+// The dots of the tile's starting state with the n staged tokens (VkTile::dots): mine[t] is this
+// lane's row's s.k_t or s.q_t.
 template <class TS, int ROWS>
 __device__ __forceinline__ void read_only_dots(const VkTile<TS, ROWS>& tile, const Stage& st, int n,
                                                float (&mine)[kGramTokens]) {
-  using T = VkTile<TS, ROWS>;
 #pragma unroll
   for (int j = 0; j < kGramTokens; ++j) {
     if (j >= n) break;
-    float x[2 * ROWS] = {};
-#pragma unroll
-    for (int ch = 0; ch < T::NC; ++ch) {
-      float kc[T::E], qc[T::E];
-      load_f32<T::E>(st.k32(j) + (tile.cl + T::LPR * ch) * T::E, kc);
-      load_f32<T::E>(st.q32(j) + (tile.cl + T::LPR * ch) * T::E, qc);
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-        for (int e = 0; e < T::E; ++e) {
-          x[2 * r] = fmaf(tile.s[r][ch * T::E + e], kc[e], x[2 * r]);
-          x[2 * r + 1] = fmaf(tile.s[r][ch * T::E + e], qc[e], x[2 * r + 1]);
-        }
-    }
-    mine[j] = transpose_sum8<2 * ROWS>(x, tile.cl);
+    mine[j] = tile.dots(st, j);
   }
 }
 
@@ -91,7 +76,7 @@ __device__ __forceinline__ void read_only_outputs(const VkTile<TS, ROWS>& tile, 
                                                   int64_t b, int h, int n, int v_row0,
                                                   const float (&mine)[kGramTokens]) {
   using T = VkTile<TS, ROWS>;
-  constexpr int SH = ROWS == 4 ? 0 : ROWS == 2 ? 1 : 2;  // as in VkTile::tokens
+  constexpr int SH = T::SH;
   const int idx = tile.cl >> SH, row = tile.rg + T::RPI * (idx >> 1);
   const bool is_q = idx & 1;
   uint16_t* const o_row = a.o + (b * a.T * a.HV + h) * a.V + tile.row0 + row;
