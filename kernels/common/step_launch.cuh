@@ -66,6 +66,17 @@ constexpr int64_t kMmaT6MinHeads = 1025;
 // slots 307.8 us pipelined vs 316.5-316.9 plain, random slots 314.9-315.2 vs 310.8-311.4; the
 // pipelined kernel stays for large batches.
 constexpr int64_t kMmaPipelinedMinHeads = 129;
+// The chunk math runs on bf16 MMAs (apply_chunk), except in the pipelined kernel's update build
+// from kMmaTf32FromHeads pairs on, where the TF32 form measures faster; and T = 8 update calls
+// from kMmaPlainFromHeads pairs on take the plain kernel. H200, 16/32 heads, fp32, gdnbench,
+// CUPTI, one call per comparison, two repetitions (ninth session; TF32 = the eighth session's code):
+//   pipelined, bf16 vs TF32: T = 8 B = 16 23.5 vs 25.2 us, B = 64 79.6 vs 80.3, B = 128 156.5 vs
+//   155.4, B = 256 317.3 vs 313.1; T = 7 B = 256 310.8 vs 302.2; T = 6 B = 256 307.6 vs 300.2.
+//   T = 8 B = 256 plain (bf16) vs pipelined TF32: 308.6 vs 313.1 (identity slots), 303.9 vs 318.4
+//   (random); T = 6 / 7 and T = 8 B = 128 on the plain kernel: 2-9 % slower.
+// Read-only (READ_ONLY) builds keep bf16 everywhere: T = 8 B = 256 165.8 vs 192.2 us pipelined.
+constexpr int64_t kMmaTf32FromHeads = 4096;
+constexpr int64_t kMmaPlainFromHeads = 8192;
 
 // Read-only calls (update_state off, no cache). Up to kGramTokens tokens step_vk_read_only_kernel
 // takes them; from 5 tokens on, with an fp32 pool and the pipelined kernel's batch sizes, the
@@ -78,19 +89,25 @@ inline bool read_only_mma(const decode::Args& a) {
          a.B * a.HV >= kMmaPipelinedMinHeads;
 }
 
-// Whether the tensor-core kernels (plain or pipelined) take the call.
+// Whether the tensor-core kernels (plain or pipelined) take the call. T = 5 with an fp32 pool
+// below kMmaPipelinedMinHeads pairs: the plain kernel (ninth session, bf16 MMAs, one call: B = 1 /
+// 2 / 4 5.38 / 6.49 / 8.93 us against 5.86 / 6.75 / 9.06 on the T-token kernel; from B = 16 on
+// the T-token kernel leads, B = 16 23.6 vs 24.5 us pipelined, B = 256 281 vs 303).
 inline bool uses_mma(const decode::Args& a) {
   if (!vk_mma_supported(a)) return false;
   if (read_only_mma(a)) return true;
   if (a.T >= kMmaMinTokens) return true;
-  if (a.state_dtype != DType::f32 || a.T < kMmaFp32MinTokens) return false;
   const int64_t heads = a.B * a.HV;
+  if (a.state_dtype == DType::f32 && a.T == 5) return heads < kMmaPipelinedMinHeads;
+  if (a.state_dtype != DType::f32 || a.T < kMmaFp32MinTokens) return false;
   return a.T > 6 || heads < kMmaPipelinedMinHeads || heads >= kMmaT6MinHeads;
 }
 
 // Whether a tensor-core call runs pipelined (step_mtp_mma_pipelined.cuh) or plain.
 inline bool uses_pipelined_mma(const decode::Args& a) {
-  return a.T <= kMmaPipelinedMaxTokens && a.state_dtype == DType::f32 && a.B * a.HV >= kMmaPipelinedMinHeads;
+  const int64_t heads = a.B * a.HV;
+  return a.T <= kMmaPipelinedMaxTokens && a.state_dtype == DType::f32 && heads >= kMmaPipelinedMinHeads &&
+         (a.T < kMmaPipelinedMaxTokens || heads < kMmaPlainFromHeads || read_only_call(a));
 }
 
 // Which kernel serves the call: single-token calls without a cache take the decode kernels (the
@@ -175,9 +192,10 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 }
 
 // Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
-template <class TS, bool READ_ONLY> void launch_vk_mma_pipelined_build(const decode::Args& a, cudaStream_t st) {
+template <class TS, bool READ_ONLY, bool TF32 = false>
+void launch_vk_mma_pipelined_build(const decode::Args& a, cudaStream_t st) {
   constexpr int kMinWarps = 12;  // READ_ONLY too: at 16 (128 registers) it spills, 40 % slower
-  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, false, READ_ONLY>;
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, false, READ_ONLY, TF32>;
   const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
   int device = 0, sms = 0, per_sm = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
@@ -189,6 +207,7 @@ template <class TS, bool READ_ONLY> void launch_vk_mma_pipelined_build(const dec
 }
 template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
   if (read_only_call(a)) launch_vk_mma_pipelined_build<TS, true>(a, st);
+  else if (a.B * a.HV >= kMmaTf32FromHeads) launch_vk_mma_pipelined_build<TS, false, true>(a, st);
   else launch_vk_mma_pipelined_build<TS, false>(a, st);
 }
 
@@ -249,7 +268,9 @@ inline void step_fast_launch(const Shape& s, const TensorSet& t, const LaunchCon
   launch_step(a, choose_config(a), static_cast<cudaStream_t>(ctx.stream));
 }
 
-// bf16 rounding of o (and of a bf16 pool) measured at <= 1.8e-3 relative L2; fp32 pools ~1e-7.
+// bf16 rounding of o (and of a bf16 pool) measured at <= 1.8e-3 relative L2; fp32 pools ~1e-7 on
+// the CUDA-core and TF32 paths, up to ~1e-6 on the bf16 tensor-core form (6e-6 without l2norm:
+// ninth session, .carry stress sweep), far below the threshold.
 inline std::vector<Tolerance> step_fast_tolerances() { return {{"o", 4e-3}, {"pool", 4e-3}, {"intermediate", 4e-3}}; }
 
 }  // namespace gdn::fast

@@ -1,25 +1,30 @@
-// Multi-token verify (mtp) for the vk layout on tensor cores (mma.sync m16n8k8 TF32, sm_80+), in
-// the chunked (WY-like) form. step_vk_kernel spends three FMAs per state element per token and is
-// compute-bound from T = 4 up; here a chunk of C <= 8 tokens reads the state through two small
-// GEMMs, so T = 2..16 costs about one pass over the state in registers.
+// Multi-token verify (mtp) for the vk layout on tensor cores (mma.sync m16n8k16 bf16 with fp32
+// accumulators, sm_80+; a TF32 form beside it, see apply_chunk), in the chunked (WY-like) form.
+// step_vk_kernel spends three FMAs per state element per token and is compute-bound from T = 4
+// up; here a chunk of C <= 8 tokens reads the state through two small GEMMs, so T = 2..16 costs
+// about one pass over the state in registers.
 //
 // Work split: one warp owns 16 rows x 128 K of one (row b, value head h) state, held in 64 fp32
-// registers as the A fragments of 16 k-steps (lane 4g + t: rows g and g + 8). Per chunk:
-//   1. P = S0 [k_1..k_C], Q = S0 [q_1..q_C] with the raw bf16 k, q (exact in TF32). S0 is split
-//      into its TF32 truncation and the remainder, one MMA each, which keeps fp32 accuracy (the
-//      small x small term of 3xTF32 is not needed: k and q are exact). The Gram matrix of the
-//      chunk's k and q comes from the same B fragments, one or two more MMAs per k-step, and its
-//      diagonal gives the l2 norms (no separate pass over k and q).
+// registers as the accumulators of 16 n-tiles of 8 columns (lane 4g + t: rows g and g + 8), which
+// are also the A fragments of 8 k-steps of 16. Per chunk:
+//   1. P = S0 [k_1..k_C], Q = S0 [q_1..q_C] with the raw bf16 k, q (exact operands). S0 is split
+//      into its bf16 rounding and the rounded remainder, one MMA each: 2^-18 relative per element
+//      (the small x small term is not needed: k and q are exact). A bf16 MMA does twice the K of a
+//      TF32 one in the same tensor-core time, so this costs half the TF32 split's. The Gram matrix
+//      of the chunk's k and q comes from the same B fragments, one or two more MMAs per k-step,
+//      and its diagonal gives the l2 norms (no separate pass over k and q).
 //   2. A scalar recurrence on the dots per row (O(C^2), no divisions: strong decay underflows the
 //      prefix products a division would need) gives the deltas d_m and the outputs.
 //   3. S = A_C S0 + sum_m w_m k^_m (A_C: the chunk's decay product, w_m = d_m times the decays
-//      after m): the state registers are the accumulator of MMAs with A = W, B = raw k.
+//      after m): the state registers are the accumulator of MMAs with B = raw k and A = W split
+//      like S0, its bf16 part in MMA-K 0..7 and the remainder in 8..15 (B repeats k): one MMA.
 // The K order inside the MMAs is free (dot products don't care) as long as every operand uses
 // the same permutation: ph() puts one 16-byte pool chunk in each lane.
 #pragma once
 
 #include <type_traits>
 
+#include "common/ptx/mma_sync_bf16.cuh"
 #include "common/ptx/mma_tf32.cuh"
 #include "common/step_kernel.cuh"
 
@@ -27,7 +32,7 @@ namespace gdn::fast {
 namespace mma_vk {
 
 constexpr int kRows = 16;            // state rows per warp: M of the MMA
-constexpr int kSteps = kHeadK / 8;   // k-steps of 8 along K
+constexpr int kSteps = kHeadK / 16;  // k-steps of 16 along K (2 n-tiles of 8 state columns each)
 constexpr int kChunk = 8;            // tokens per chunk: K of the state-update MMA
 // Byte stride of the staged q/k vectors: the 8 vectors of one fragment load sit 256 + 32 bytes
 // apart, on different banks (at the 512-byte stride of Stage they would be an 8-way conflict).
@@ -39,11 +44,11 @@ __host__ __device__ constexpr int stage_bytes(int tokens) {
   return (tokens * (2 * kVecBytes + 2 * kRows + 8) + 2 * kChunk * kChunk * 4 + 15) / 16 * 16;
 }
 
-// Physical K index of logical column x (0: t, 1: t + 4) of k-step s in lane quad position t;
-// KPG = k-steps per 16-byte pool chunk (2 for fp32, 4 for bf16), so that lane t's chunk j holds
-// k-steps KPG j .. KPG j + KPG - 1.
+// Physical K index of logical column x (0, 1: 2t, 2t + 1; 2, 3: 2t + 8, 2t + 9) of k-step s in
+// lane quad position t; KPG = k-steps per 16-byte pool chunk (1 for fp32, 2 for bf16), so that
+// lane t's chunk j holds k-steps KPG j .. KPG j + KPG - 1.
 template <int KPG> __device__ __forceinline__ constexpr int ph(int t, int s, int x) {
-  return 8 * KPG * (s / KPG) + 2 * KPG * t + 2 * (s % KPG) + x;
+  return 16 * KPG * (s / KPG) + 4 * KPG * t + 4 * (s % KPG) + x;
 }
 
 // Per-warp staging area (the role of Stage, with the bank-friendly vector stride; the norms are
@@ -81,14 +86,14 @@ struct TokenStage {
   }
 };
 
-// The warp's 16 x 128 state tile: s[k-step][A register], A registers a0 = (row g, x 0),
-// a1 = (row g + 8, x 0), a2 = (row g, x 1), a3 = (row g + 8, x 1). As an m16n8 accumulator of
-// n-tile s the same registers are c0 = a0, c1 = a2, c2 = a1, c3 = a3 (column 2t' + y of n-tile s
-// is physical ph(t', s, y)).
+// The warp's 16 x 128 state tile: s[n-tile][accumulator register], n-tile 2s + y holding the
+// logical columns 8y .. 8y + 7 of k-step s: c0 = (row g, x 2y), c1 = (g, x 2y + 1),
+// c2 = (g + 8, x 2y), c3 = (g + 8, x 2y + 1). The A fragment of k-step s packs the same values:
+// a0 = s[2s][0..1], a1 = s[2s][2..3], a2 = s[2s + 1][0..1], a3 = s[2s + 1][2..3].
 template <class TS> struct Tile {
   using C = Chunk<TS>;
-  static constexpr int KPG = C::E / 2;
-  float s[kSteps][4];
+  static constexpr int KPG = C::E / 4;
+  float s[2 * kSteps][4];
 
   template <class M> __device__ void load(const TS* p, int g, int t) {
 #pragma unroll
@@ -98,7 +103,7 @@ template <class TS> struct Tile {
         float x[C::E];
         C::widen(M::load16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0)), x);
 #pragma unroll
-        for (int e = 0; e < C::E; ++e) s[KPG * j + e / 2][r + 2 * (e & 1)] = x[e];
+        for (int e = 0; e < C::E; ++e) s[2 * (KPG * j + e / 4) + (e >> 1 & 1)][2 * r + (e & 1)] = x[e];
       }
   }
   template <class M> __device__ void store(TS* p, int g, int t) const {
@@ -108,27 +113,29 @@ template <class TS> struct Tile {
       for (int j = 0; j < kSteps / KPG; ++j) {
         float x[C::E];
 #pragma unroll
-        for (int e = 0; e < C::E; ++e) x[e] = s[KPG * j + e / 2][r + 2 * (e & 1)];
+        for (int e = 0; e < C::E; ++e) x[e] = s[2 * (KPG * j + e / 4) + (e >> 1 & 1)][2 * r + (e & 1)];
         M::store16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0), C::narrow(x));
       }
   }
 };
 
-// x = big + rest with big = x truncated to TF32 (exact in the MMA) and rest = x - big (exact in
-// fp32, |rest| < 2^-10 |x|); the MMA truncates rest to TF32 itself, so the pair carries x to
-// 2^-20 |x|. Truncating instead of rounding big saves an instruction per value.
+// (x0, x1) = big + rest as bf16x2 pairs: big rounded to bf16, rest = the rounded remainder
+// (|x - big| <= 2^-9 |x| exactly in fp32, rounded again), so the pair carries x to 2^-18 |x|.
+__device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& big, uint32_t& rest) {
+  big = pack_bf16x2(x0, x1);
+  rest = pack_bf16x2(x0 - lo_bf16(big), x1 - hi_bf16(big));
+}
+
+// The TF32 form (see apply_chunk): x = big + rest with big = x truncated to TF32 and rest = x - big
+// (exact in fp32; the MMA truncates it again), 2^-20 |x| together.
 __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& rest) {
   big = __float_as_uint(x) & 0xffffe000u;
   rest = __float_as_uint(x - __uint_as_float(big));
 }
 
-// bf16 halves of a 32-bit shared-memory word as TF32 (exact) operands.
-__device__ __forceinline__ uint32_t lo_tf32(uint32_t w) { return w << 16; }
-__device__ __forceinline__ uint32_t hi_tf32(uint32_t w) { return w & 0xffff0000u; }
-
-// KPG consecutive 32-bit words (8 or 16 bytes) of shared memory.
-template <int KPG> __device__ __forceinline__ void lds_words(const uint16_t* p, uint32_t (&w)[KPG]) {
-  if constexpr (KPG == 2) {
+// N consecutive 32-bit words (8 or 16 bytes) of shared memory.
+template <int N> __device__ __forceinline__ void lds_words(const uint16_t* p, uint32_t (&w)[N]) {
+  if constexpr (N == 2) {
     const uint2 u = *reinterpret_cast<const uint2*>(p);
     w[0] = u.x, w[1] = u.y;
   } else {
@@ -139,12 +146,17 @@ template <int KPG> __device__ __forceinline__ void lds_words(const uint16_t* p, 
 
 // One chunk of C tokens (stage slots c0.., global tokens tg0..) applied to the tile.
 // NT: n-tiles of the dot MMAs (1: C <= 4, columns k_0..3 q_0..3; 2: k_0..7 | q_0..7).
-// EXACT: the tile is exact in TF32 (a bf16 pool before its first update): no remainder MMAs.
+// EXACT: the tile is exact in bf16 (a bf16 pool before its first update): no remainder MMAs.
 // SPLIT: the dot and Gram MMAs accumulate into several independent fragments, summed at the end:
-// one accumulator would chain all 32 MMAs of an n-tile, each waiting for the previous one.
+// one accumulator would chain all 16 MMAs of an n-tile, each waiting for the previous one.
 // FULL: C == 4 NT, so every token test folds away (T = 8, 16: ~80 selects fewer per tile).
 // UPDATE: step 3 runs (off: nothing reads the state after the chunk, see read_only_call).
-template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true>
+// TF32: the same math on TF32 m16n8k8 MMAs, one per n-tile (k-step of 8) and operand half: twice
+// the tensor-core time, but the pipelined kernel's update build measures 1-3 % faster with it from
+// kMmaTf32FromHeads pairs on (step_launch.cuh). The n-tile accumulators are its A fragments
+// permuted (a0 = c0, a1 = c2, a2 = c1, a3 = c3), and lane t's word y of a k-step holds the
+// n-tile's K columns 2t, 2t + 1 as TF32 rows t, t + 4.
+template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true, bool TF32 = false>
 __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                             const TokenStage& st, const WarpGates& gates, int c0, int tg0, int C,
                                             int lane) {
@@ -179,36 +191,66 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   float part[NT][NA][4] = {}, gpart[NG][4] = {}, qpart[4] = {};
 #pragma unroll
   for (int j = 0; j < kSteps / KPG; ++j) {
-    uint32_t wv[NT][KPG];
+    uint32_t wv[NT][2 * KPG];  // b0, b1 of k-steps KPG j ..
 #pragma unroll
     for (int nt = 0; nt < NT; ++nt) {
-      lds_words<KPG>(bvec[nt] + ph<KPG>(t, KPG * j, 0), wv[nt]);
+      lds_words<2 * KPG>(bvec[nt] + ph<KPG>(t, KPG * j, 0), wv[nt]);
 #pragma unroll
-      for (int e = 0; e < KPG; ++e) wv[nt][e] = bok[nt] ? wv[nt][e] : 0u;
+      for (int e = 0; e < 2 * KPG; ++e) wv[nt][e] = bok[nt] ? wv[nt][e] : 0u;
     }
 #pragma unroll
     for (int e = 0; e < KPG; ++e) {
-      const float* sv = tile.s[KPG * j + e];
-      uint32_t b[NT][2];
+      const int ks = KPG * j + e;
+      if constexpr (TF32) {
 #pragma unroll
-      for (int nt = 0; nt < NT; ++nt) b[nt][0] = lo_tf32(wv[nt][e]), b[nt][1] = hi_tf32(wv[nt][e]);
-      uint32_t big[4], rest[4];
+        for (int y = 0; y < 2; ++y) {
+          const float* sv = tile.s[2 * ks + y];
+          uint32_t b[NT][2];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if constexpr (EXACT) big[i] = __float_as_uint(sv[i]);
-        else split_tf32(sv[i], big[i], rest[i]);
+          for (int nt = 0; nt < NT; ++nt) b[nt][0] = wv[nt][2 * e + y] << 16, b[nt][1] = wv[nt][2 * e + y] & 0xffff0000u;
+          const float av[4] = {sv[0], sv[2], sv[1], sv[3]};
+          uint32_t big[4], rest[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            if constexpr (EXACT) big[i] = __float_as_uint(av[i]);
+            else split_tf32(av[i], big[i], rest[i]);
+          }
+          const int par = y;
+#pragma unroll
+          for (int nt = 0; nt < NT; ++nt) {
+            ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
+            if constexpr (!EXACT) ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
+          }
+          const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
+          ptx::mma_m16n8k8_tf32(gpart[NG == 2 ? par : 0], ag, b[0]);
+          if constexpr (NT == 2) ptx::mma_m16n8k8_tf32(qpart, ag, b[1]);
+        }
+      } else {
+        const float* s0 = tile.s[2 * ks];
+        const float* s1 = tile.s[2 * ks + 1];
+        uint32_t b[NT][2];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) b[nt][0] = wv[nt][2 * e], b[nt][1] = wv[nt][2 * e + 1];
+        uint32_t big[4], rest[4];
+        if constexpr (EXACT) {
+          big[0] = pack_bf16x2(s0[0], s0[1]), big[1] = pack_bf16x2(s0[2], s0[3]);
+          big[2] = pack_bf16x2(s1[0], s1[1]), big[3] = pack_bf16x2(s1[2], s1[3]);
+        } else {
+          split_bf16x2(s0[0], s0[1], big[0], rest[0]), split_bf16x2(s0[2], s0[3], big[1], rest[1]);
+          split_bf16x2(s1[0], s1[1], big[2], rest[2]), split_bf16x2(s1[2], s1[3], big[3], rest[3]);
+        }
+        const int par = ks & 1;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt) {
+          ptx::mma_m16n8k16_f32_bf16(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
+          if constexpr (!EXACT) ptx::mma_m16n8k16_f32_bf16(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
+        }
+        // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
+        const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
+        ptx::mma_m16n8k16_f32_bf16(gpart[NG == 2 ? par : 0], ag, b[0]);
+        // [k; q] . q^T: q_i . q_i on the diagonal of rows 8-15 (NT == 1 has q among the columns).
+        if constexpr (NT == 2) ptx::mma_m16n8k16_f32_bf16(qpart, ag, b[1]);
       }
-      const int par = (KPG * j + e) & 1;
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
-        if constexpr (!EXACT) ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
-      }
-      // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
-      const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
-      ptx::mma_m16n8k8_tf32(gpart[NG == 2 ? par : 0], ag, b[0]);
-      // [k; q] . q^T: q_i . q_i on the diagonal of rows 8-15 (NT == 1 has q among the columns).
-      if constexpr (NT == 2) ptx::mma_m16n8k8_tf32(qpart, ag, b[1]);
     }
   }
   float acc[NT][4], gram[4];
@@ -317,57 +359,76 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     if (m > t) suf[0] *= ga[m];
     if (m > t + 4) suf[1] *= ga[m];
   }
-  uint32_t wbig[4], wrest[4];  // A fragment: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+  // A fragment, MMA-K 2t + i = token t + 4i (the K order is free), 8 + 2t + i its remainder:
+  // a0 = W(g, t | t + 4), a1 = the same for row g + 8, a2, a3 = their remainders.
+  uint32_t wa[4], wbig[4], wrest[4];  // TF32: a0 (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4)
+  {
+    const float f[2] = {suf[0] * rk(t), suf[1] * rk(t + 4)};
 #pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float f = suf[i] * rk(t + 4 * i);
+    for (int r = 0; r < 2; ++r) {
+      if constexpr (TF32) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) split_tf32(wd[i][r] * f, wbig[2 * i + r], wrest[2 * i + r]);
+        for (int i = 0; i < 2; ++i) split_tf32(wd[i][r] * f[i], wbig[2 * i + r], wrest[2 * i + r]);
+      } else {
+        split_bf16x2(wd[0][r] * f[0], wd[1][r] * f[1], wa[r], wa[2 + r]);
+      }
+    }
   }
-  // B: b0 = k_t, b1 = k_{t+4} at K column g of n-tile s = physical ph(g / 2, s, g % 2).
+  // B: b0 = b1 = (k_t, k_{t+4}) at state column g of the n-tile: n-tile 2s + y is logical
+  // column 8y + g of k-step s = physical ph(g / 2, s, 2y + g % 2), bf16 half g % 2 of word 2y.
   const uint16_t* kb[2];
   bool kok[2];
 #pragma unroll
   for (int i = 0; i < 2; ++i) kok[i] = t + 4 * i < C, kb[i] = st.k(c0 + (kok[i] ? t + 4 * i : 0));
-  const uint32_t half_sel = (g & 1) ? 0x3244u : 0x1044u;  // byte_perm: bf16 half g % 2 -> high half
+  const uint32_t half_sel = (g & 1) ? 0x7632u : 0x5410u;  // byte_perm: half g % 2 of each word
+  const uint32_t tf32_sel = (g & 1) ? 0x3244u : 0x1044u;  // byte_perm: half g % 2 -> high half
 #pragma unroll
   for (int j = 0; j < kSteps / KPG; ++j) {
-    uint32_t kw[2][KPG];
+    uint32_t kw[2][2 * KPG];
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
-      lds_words<KPG>(kb[i] + ph<KPG>(g >> 1, KPG * j, 0), kw[i]);
+      lds_words<2 * KPG>(kb[i] + ph<KPG>(g >> 1, KPG * j, 0), kw[i]);
 #pragma unroll
-      for (int e = 0; e < KPG; ++e) kw[i][e] = kok[i] ? __byte_perm(kw[i][e], 0u, half_sel) : 0u;
+      for (int e = 0; e < 2 * KPG; ++e) kw[i][e] = kok[i] ? kw[i][e] : 0u;
     }
 #pragma unroll
-    for (int e = 0; e < KPG; ++e) {
-      float* sv = tile.s[KPG * j + e];
-      float d[4] = {ac * sv[0], ac * sv[2], ac * sv[1], ac * sv[3]};
-      const uint32_t b[2] = {kw[0][e], kw[1][e]};
-      ptx::mma_m16n8k8_tf32(d, wbig, b);
-      ptx::mma_m16n8k8_tf32(d, wrest, b);
-      sv[0] = d[0], sv[2] = d[1], sv[1] = d[2], sv[3] = d[3];
+    for (int e = 0; e < 2 * KPG; ++e) {
+      float* sv = tile.s[2 * KPG * j + e];
+      float d[4] = {ac * sv[0], ac * sv[1], ac * sv[2], ac * sv[3]};
+      if constexpr (TF32) {
+        const uint32_t b[2] = {__byte_perm(kw[0][e], 0u, tf32_sel), __byte_perm(kw[1][e], 0u, tf32_sel)};
+        ptx::mma_m16n8k8_tf32(d, wbig, b);
+        ptx::mma_m16n8k8_tf32(d, wrest, b);
+      } else {
+        const uint32_t bw = __byte_perm(kw[0][e], kw[1][e], half_sel);
+        const uint32_t b[2] = {bw, bw};
+        ptx::mma_m16n8k16_f32_bf16(d, wa, b);
+      }
+      sv[0] = d[0], sv[1] = d[1], sv[2] = d[2], sv[3] = d[3];
     }
   }
 }
 
 // The n staged tokens (global tokens t0 ..) applied to the tile in chunks of kChunk. READ_ONLY:
-// a read_only_call (one chunk), whose state is not updated.
-template <class TS, bool SPLIT, bool READ_ONLY = false>
+// a read_only_call, whose state is not updated: one chunk and no loop, since a loop around a
+// tile that does not change lets the compiler hoist its bf16 split out of the loop, 64 more
+// live registers (the plain kernel spilled 154 bytes that way).
+template <class TS, bool SPLIT, bool READ_ONLY = false, bool TF32 = false>
 __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                              const TokenStage& st, const WarpGates& gates, int t0, int n, int lane) {
   for (int c0 = 0; c0 < n; c0 += kChunk) {
-    const int C = n - c0 < kChunk ? n - c0 : kChunk;
+    const int C = READ_ONLY || n - c0 < kChunk ? n - c0 : kChunk;
     auto chunk = [&](auto exact) {
       constexpr bool E = decltype(exact)::value;
       constexpr bool U = !READ_ONLY;
-      if (C == kChunk) apply_chunk<TS, 2, E, SPLIT, true, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else if (C > 4) apply_chunk<TS, 2, E, SPLIT, false, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
-      else apply_chunk<TS, 1, E, SPLIT, false, U>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      if (C == kChunk) apply_chunk<TS, 2, E, SPLIT, true, U, TF32>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else if (C > 4) apply_chunk<TS, 2, E, SPLIT, false, U, TF32>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
+      else apply_chunk<TS, 1, E, SPLIT, false, U, TF32>(tile, a, w, row0, st, gates, c0, t0 + c0, C, lane);
     };
-    // A bf16 pool is exact in TF32 until the first update.
+    // A bf16 pool is exact in bf16 until the first update.
     if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) chunk(std::true_type{});
     else chunk(std::false_type{});
+    if constexpr (READ_ONLY) break;
   }
 }
 
@@ -410,16 +471,21 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
   tile.template load<M>(pool, lane >> 2, lane & 3);
   const WarpGates gates = load_gates(a, w.b, w.h, lane);
 
-  for (int t0 = 0; t0 < a.T; t0 += TC) {
-    const int n = a.T - t0 < TC ? a.T - t0 : TC;
-    if (t0 > 0) {
-      __syncwarp();  // every lane is done with the previous tokens
-      st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
-    }
+  if constexpr (READ_ONLY) {  // T <= kChunk: one stage, one chunk (see apply_staged)
     st.wait();
-    apply_staged<TS, SPLIT, READ_ONLY>(tile, a, w, row0, st, gates, t0, n, lane);
+    apply_staged<TS, SPLIT, true>(tile, a, w, row0, st, gates, 0, a.T, lane);
+  } else {
+    for (int t0 = 0; t0 < a.T; t0 += TC) {
+      const int n = a.T - t0 < TC ? a.T - t0 : TC;
+      if (t0 > 0) {
+        __syncwarp();  // every lane is done with the previous tokens
+        st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
+      }
+      st.wait();
+      apply_staged<TS, SPLIT, false>(tile, a, w, row0, st, gates, t0, n, lane);
+    }
+    if (a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
   }
-  if (!READ_ONLY && a.update_state) tile.template store<M>(pool, lane >> 2, lane & 3);
 }
 
 // The shapes step_vk_mma_kernel handles.

@@ -1,7 +1,8 @@
 // The tensor-core mtp kernel (step_mtp_mma.cuh) with the next tile's loads in flight while this
 // one computes: persistent warps walk tiles i, i + stride, ...; right after a tile moves from
 // shared memory into registers, cp.async copies of the next tile and of its q/k/v are issued
-// (no registers held). The chunk math is mma_vk::apply_chunk, unchanged.
+// (no registers held). The chunk math is mma_vk::apply_chunk, unchanged (its TF32 form in the
+// update build from kMmaTf32FromHeads pairs on, step_launch.cuh).
 //
 // Why: the tensor-core kernel issues few instructions per tile but waits on long dependent
 // chains (MMA accumulators, the per-token recurrence); one tile per warp leaves the memory system
@@ -31,7 +32,8 @@ struct SharedTile {
 // (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
 // READ_ONLY: the build for read_only_call calls (no state update, nothing stored).
 // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
-template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false, bool READ_ONLY = false>
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false, bool READ_ONLY = false,
+          bool TF32 = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
   constexpr int kCopies = tile_bytes<TS>() / 16 / 32;  // 16-byte copies per lane per tile
@@ -92,7 +94,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     if (now.slot < 0) {
       zero_o(a, now, row0, lane);
     } else {
-      apply_staged<TS, SPLIT, READ_ONLY>(tile, a, now, row0, st, gates, 0, a.T, lane);
+      apply_staged<TS, SPLIT, READ_ONLY, TF32>(tile, a, now, row0, st, gates, 0, a.T, lane);
       if (!READ_ONLY && a.update_state)
         tile.template store<M>(static_cast<TS*>(a.pool) + head_offset(a, now.slot, now.h) + int64_t(row0) * kHeadK,
                                lane >> 2, lane & 3);

@@ -176,8 +176,20 @@ std::vector<DepthCase> depth_cases() {
       r5.update_state = false;
       r5.gate = GateForm::raw;
       r5.inputs = InputDist::no_decay;
+      // From kMmaTf32FromHeads (row, value head) pairs: the pipelined kernel's TF32 build (fp32);
+      // T = 8 from kMmaPlainFromHeads: the plain kernel; T = 5 below kMmaPipelinedMinHeads: plain.
+      Shape m8 = step_shape(OpKind::mtp, 260, 7, 4, 16, layout, state);
+      m8.gate = GateForm::raw;
+      m8.indices = IndexPattern::padded;
+      m8.pool = 300;
+      Shape m9 = step_shape(OpKind::mtp, 520, 8, 2, 16, layout, state);
+      m9.inputs = InputDist::strong_decay;
+      m9.indices = IndexPattern::random;
+      Shape m10 = step_shape(OpKind::mtp, 2, 5, 2, 8, layout, state);
+      m10.inputs = InputDist::beta_one;
       for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
-               {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
+               {"mtp_t7_b260_raw_padded", m8}, {"mtp_t8_b520_strong_decay_random", m9},
+               {"mtp_t5_b2_beta_one", m10}, {"mtp_t9_padded_strong_decay", m1}, {"mtp_t20_raw_i32_v64", m2},
                {"mtp_t40_read_only_v32", m3}, {"mtp_t8_no_l2norm_no_decay", m4},
                {"mtp_t8_b200_padded_strong_decay", m5}, {"mtp_t6_b40_raw_padded", m6},
                {"mtp_t7_beta_one", m7}, {"mtp_t4_b40_read_only_padded_strong_decay", r4},
@@ -282,6 +294,18 @@ TEST(FastStep, DepthFollowsTheNumberOfHeads) {
   EXPECT_FALSE(choose_config(m).mma);
   m.state_dtype = DType::f32, m.T = 5, m.B = 64;
   EXPECT_FALSE(choose_config(m).mma);
+  m.B = 4;  // 128 pairs: T = 5 on the plain tensor-core kernel
+  EXPECT_TRUE(choose_config(m).mma);
+  EXPECT_FALSE(fast::uses_pipelined_mma(m));
+  m.B = 128, m.T = 7;  // 4096 pairs: pipelined (its TF32 build); T = 8 from 8192 pairs: plain
+  EXPECT_TRUE(fast::uses_pipelined_mma(m));
+  m.T = 8;
+  EXPECT_TRUE(fast::uses_pipelined_mma(m));
+  m.B = 256;
+  EXPECT_FALSE(fast::uses_pipelined_mma(m));
+  m.update_state = false;  // the READ_ONLY build stays pipelined
+  EXPECT_TRUE(fast::uses_pipelined_mma(m));
+  m.update_state = true;
   m.B = 16;
   m.T = 8;  // from 8 tokens on: the tensor-core kernel, unless the cache is asked for
   EXPECT_TRUE(choose_config(m).mma);
