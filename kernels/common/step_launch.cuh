@@ -72,7 +72,7 @@ constexpr int64_t kMmaPipelinedMinHeads = 129;
 // CUPTI, one call per comparison, two repetitions (ninth session; TF32 = the eighth session's code):
 //   pipelined, bf16 vs TF32: T = 8 B = 16 23.5 vs 25.2 us, B = 64 79.6 vs 80.3, B = 128 156.5 vs
 //   155.4, B = 256 317.3 vs 313.1; T = 7 B = 256 310.8 vs 302.2; T = 6 B = 256 307.6 vs 300.2.
-//   T = 8 B = 256 plain (bf16) vs pipelined TF32: 308.6 vs 313.1 (identity slots), 303.9 vs 318.4
+//   T = 8 B = 256 plain (bf16) vs pipelined TF32: 308.6 vs 313.1 (identity slots), 303.4 vs 318.4
 //   (random); T = 6 / 7 and T = 8 B = 128 on the plain kernel: 2-9 % slower.
 // Read-only (READ_ONLY) builds keep bf16 everywhere: T = 8 B = 256 165.8 vs 192.2 us pipelined.
 constexpr int64_t kMmaTf32FromHeads = 4096;
