@@ -133,6 +133,13 @@ __device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& res
   rest = __float_as_uint(x - __uint_as_float(big));
 }
 
+// One warp MMA of the chosen form: TF32 m16n8k8 or bf16 m16n8k16, fp32 accumulators.
+template <bool TF32>
+__device__ __forceinline__ void mma_form(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  if constexpr (TF32) ptx::mma_m16n8k8_tf32(d, a, b);
+  else ptx::mma_m16n8k16_f32_bf16(d, a, b);
+}
+
 // N consecutive 32-bit words (8 or 16 bytes) of shared memory.
 template <int N> __device__ __forceinline__ void lds_words(const uint16_t* p, uint32_t (&w)[N]) {
   if constexpr (N == 2) {
@@ -189,6 +196,19 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
   constexpr int NA = !SPLIT ? 1 : NT == 1 ? 4 : 2;  // accumulators per n-tile: [k-step parity][big, rest]
   constexpr int NG = SPLIT ? 2 : 1;
   float part[NT][NA][4] = {}, gpart[NG][4] = {}, qpart[4] = {};
+  // The MMAs of one k-step (one of 8 K for TF32, of 16 for bf16) into accumulator parity par.
+  auto dot_mmas = [&](const uint32_t(&big)[4], const uint32_t(&rest)[4], const uint32_t(&b)[NT][2], int par) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+      mma_form<TF32>(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
+      if constexpr (!EXACT) mma_form<TF32>(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
+    }
+    // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
+    const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
+    mma_form<TF32>(gpart[NG == 2 ? par : 0], ag, b[0]);
+    // [k; q] . q^T: q_i . q_i on the diagonal of rows 8-15 (NT == 1 has q among the columns).
+    if constexpr (NT == 2) mma_form<TF32>(qpart, ag, b[1]);
+  };
 #pragma unroll
   for (int j = 0; j < kSteps / KPG; ++j) {
     uint32_t wv[NT][2 * KPG];  // b0, b1 of k-steps KPG j ..
@@ -215,15 +235,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
             if constexpr (EXACT) big[i] = __float_as_uint(av[i]);
             else split_tf32(av[i], big[i], rest[i]);
           }
-          const int par = y;
-#pragma unroll
-          for (int nt = 0; nt < NT; ++nt) {
-            ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
-            if constexpr (!EXACT) ptx::mma_m16n8k8_tf32(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
-          }
-          const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
-          ptx::mma_m16n8k8_tf32(gpart[NG == 2 ? par : 0], ag, b[0]);
-          if constexpr (NT == 2) ptx::mma_m16n8k8_tf32(qpart, ag, b[1]);
+          dot_mmas(big, rest, b, y);
         }
       } else {
         const float* s0 = tile.s[2 * ks];
@@ -239,17 +251,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
           split_bf16x2(s0[0], s0[1], big[0], rest[0]), split_bf16x2(s0[2], s0[3], big[1], rest[1]);
           split_bf16x2(s1[0], s1[1], big[2], rest[2]), split_bf16x2(s1[2], s1[3], big[3], rest[3]);
         }
-        const int par = ks & 1;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt) {
-          ptx::mma_m16n8k16_f32_bf16(part[nt][NA == 4 ? 2 * par : 0], big, b[nt]);
-          if constexpr (!EXACT) ptx::mma_m16n8k16_f32_bf16(part[nt][NA == 4 ? 2 * par + 1 : NA - 1], rest, b[nt]);
-        }
-        // Gram: rows = the B columns of the n-tiles (rows g + 8 = n-tile 1), columns = n-tile 0.
-        const uint32_t ag[4] = {b[0][0], NT == 2 ? b[NT - 1][0] : 0u, b[0][1], NT == 2 ? b[NT - 1][1] : 0u};
-        ptx::mma_m16n8k16_f32_bf16(gpart[NG == 2 ? par : 0], ag, b[0]);
-        // [k; q] . q^T: q_i . q_i on the diagonal of rows 8-15 (NT == 1 has q among the columns).
-        if constexpr (NT == 2) ptx::mma_m16n8k16_f32_bf16(qpart, ag, b[1]);
+        dot_mmas(big, rest, b, ks & 1);
       }
     }
   }
