@@ -95,6 +95,11 @@ template <class TS> struct Tile {
   static constexpr int KPG = C::E / 4;
   float s[2 * kSteps][4];
 
+  // Element e of a lane's pool chunk j in row g + 8 r is logical column x = e % 4 of k-step
+  // KPG j + e / 4: n-tile 2 k-step + x / 2, register 2 r + x % 2.
+  __device__ static constexpr int ntile(int j, int e) { return 2 * (KPG * j + e / 4) + (e >> 1 & 1); }
+  __device__ static constexpr int reg(int e, int r) { return 2 * r + (e & 1); }
+
   template <class M> __device__ void load(const TS* p, int g, int t) {
 #pragma unroll
     for (int r = 0; r < 2; ++r)
@@ -103,7 +108,7 @@ template <class TS> struct Tile {
         float x[C::E];
         C::widen(M::load16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0)), x);
 #pragma unroll
-        for (int e = 0; e < C::E; ++e) s[2 * (KPG * j + e / 4) + (e >> 1 & 1)][2 * r + (e & 1)] = x[e];
+        for (int e = 0; e < C::E; ++e) s[ntile(j, e)][reg(e, r)] = x[e];
       }
   }
   template <class M> __device__ void store(TS* p, int g, int t) const {
@@ -113,7 +118,7 @@ template <class TS> struct Tile {
       for (int j = 0; j < kSteps / KPG; ++j) {
         float x[C::E];
 #pragma unroll
-        for (int e = 0; e < C::E; ++e) x[e] = s[2 * (KPG * j + e / 4) + (e >> 1 & 1)][2 * r + (e & 1)];
+        for (int e = 0; e < C::E; ++e) x[e] = s[ntile(j, e)][reg(e, r)];
         M::store16(p + (g + 8 * r) * kHeadK + ph<KPG>(t, KPG * j, 0), C::narrow(x));
       }
   }
@@ -430,7 +435,7 @@ __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args&
     // A bf16 pool is exact in bf16 until the first update.
     if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) chunk(std::true_type{});
     else chunk(std::false_type{});
-    if constexpr (READ_ONLY) break;
+    if constexpr (READ_ONLY) break;  // one chunk (a loop-free rewrite compiled to another, unmeasured schedule)
   }
 }
 
