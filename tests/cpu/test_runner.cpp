@@ -1,13 +1,17 @@
 // The runner: verification sampling, the sweep loop, report writing and resume.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <unistd.h>
+#include <vector>
 
 #include "config/config.h"
 #include "core/errors.h"
 #include "core/registry.h"
 #include "report/report.h"
+#include "run/inputs.h"
 #include "run/runner.h"
 #include "run/verify.h"
 
@@ -131,6 +135,48 @@ cases:
   ASSERT_EQ(report.cases.size(), 1u);
   EXPECT_EQ(report.cases[0].status, CaseStatus::verify_failed);
   EXPECT_FALSE(report.cases[0].timed) << "a failed variant is never timed";
+}
+
+// decode/input_probe (this test binary only): counts the launches that found a tensor other than
+// the seeded inputs (seed kProbeSeed), without writing anything.
+constexpr uint64_t kProbeSeed = 41;
+std::atomic<int> g_probe_launches{0}, g_probe_mismatches{0};
+const VariantRegistration kInputProbe{Variant{
+    "decode/input_probe", OpKind::decode, Backend::cpu, 0, 1000, "test: checks what it is launched on",
+    [](const Shape&) { return std::string(); },
+    [](const Shape& s, const TensorSet& t, const LaunchContext&) {
+      ++g_probe_launches;
+      for (const auto& [name, tensor] : t.all()) {
+        if (tensor.spec.role == Role::output) continue;
+        std::vector<char> want(tensor.spec.bytes());
+        fill_input(s, tensor.spec, want.data(), kProbeSeed);
+        if (std::memcmp(want.data(), tensor.data, want.size()) != 0) ++g_probe_mismatches;
+      }
+    },
+    {},
+    true}};
+
+TEST(Runner, TimingWithoutVerificationRunsOnTheGeneratedInputs) {
+  auto cfg = parse_config(R"(
+cases:
+  - op: decode
+    variant: decode/input_probe
+    seed: 41
+    heads: [2, 4]
+    head_dim: 32
+    batch: 3
+)",
+                          "probe.yaml");
+  g_probe_launches = 0, g_probe_mismatches = 0;
+  RunReport report;
+  auto o = quick("");
+  o.verify = false;
+  ASSERT_EQ(run_sweep(cfg, o, report), kExitOk);
+  ASSERT_EQ(report.cases.size(), 1u);
+  EXPECT_TRUE(report.cases[0].timed);
+  EXPECT_FALSE(report.cases[0].verify.ran);
+  EXPECT_GE(g_probe_launches.load(), 3);
+  EXPECT_EQ(g_probe_mismatches.load(), 0) << "timed launches saw tensors other than the seeded inputs";
 }
 
 TEST(Runner, UnsupportedShapesAreSkippedWithTheReason) {
