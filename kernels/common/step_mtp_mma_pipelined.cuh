@@ -21,6 +21,28 @@ template <class TS> __host__ __device__ constexpr int pipelined_warp_bytes(int T
   return tile_bytes<TS>() + 2 * stage_bytes(T);
 }
 
+// A batch row's slot index as loaded, read back by value() one tile later. An int64_t merged from
+// the two index dtypes made the i32 path sign-extend right after its load, so every tile waited
+// for the index (an L2 round trip under full load) before its math: 15 % of the kernel's stall
+// samples (ncu, T = 8 B = 64, docs/notes/decode-mtp.md round 58). Here both loads write the
+// same words and nothing reads them until the next tile.
+struct RawSlot {
+  uint32_t lo = 0xffffffffu, hi = 0xffffffffu;  // -1 in either dtype
+  __device__ int64_t value(const decode::Args& a) const {
+    return a.index_dtype == DType::i32 ? int64_t(int32_t(lo)) : int64_t((uint64_t(hi) << 32) | lo);
+  }
+};
+__device__ __forceinline__ RawSlot load_raw_slot(const decode::Args& a, uint32_t b) {
+  RawSlot r;
+  if (a.index_dtype == DType::i32) {
+    r.lo = static_cast<const uint32_t*>(a.indices)[b];
+  } else {
+    const uint2 w = static_cast<const uint2*>(a.indices)[b];
+    r.lo = w.x, r.hi = w.y;
+  }
+  return r;
+}
+
 // Tile::load's policy for a tile already in shared memory.
 struct SharedTile {
   __device__ static uint4 load16(const void* p) { return *static_cast<const uint4*>(p); }
@@ -62,14 +84,14 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
 
   // The slot of task j's row (-1 past the end), read one task ahead of its prefetch.
   const uint32_t tiles_per_row = uint32_t(a.HV * tiles);
-  auto slot_ahead = [&](uint32_t j) { return j < n ? slot_of(a, j / tiles_per_row) : int64_t(-1); };
+  auto slot_ahead = [&](uint32_t j) { return j < n ? load_raw_slot(a, j / tiles_per_row) : RawSlot{}; };
 
   WarpTask cur = task_at(a, tiles, i);
   cur.slot = slot_of(a, cur.b);
   prefetch(cur, stage(0));
   WarpGateIn gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);  // T <= 32
   i += stride;
-  int64_t next_slot = slot_ahead(i);
+  RawSlot next_slot = slot_ahead(i);
 
   for (int p = 0;; p ^= 1) {
     const TokenStage st = stage(p);
@@ -83,7 +105,7 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_pipelined_kernel
     const WarpTask now = cur;
     if (more) {
       cur = task_at(a, tiles, i);
-      cur.slot = next_slot;
+      cur.slot = next_slot.value(a);
       prefetch(cur, stage(p ^ 1));
       gate_in = load_gate_inputs<false>(a, cur.b, cur.h, lane);
       i += stride;
