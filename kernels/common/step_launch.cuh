@@ -192,30 +192,21 @@ template <class TS, int LPK> void launch_kv(const decode::Args& a, cudaStream_t 
 }
 
 // Persistent grid: as many one-warp blocks as fit on the GPU at once (at most one per tile).
-// MINW: the warps per SM the registers are budgeted for.
-template <class TS, bool READ_ONLY, bool TF32, int MINW>
-void launch_vk_mma_pipelined_warps(const decode::Args& a, int device, int smem, cudaStream_t st) {
-  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, MINW, false, READ_ONLY, TF32>;
-  int sms = 0, per_sm = 0;
-  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+template <class TS, bool READ_ONLY, bool TF32 = false>
+void launch_vk_mma_pipelined_build(const decode::Args& a, cudaStream_t st) {
+  // Registers budgeted for 11 warps per SM (184): against 12 (168) the update builds run
+  // 1.5-5 % faster at T = 6, 7 and 8 (T = 7 B = 128 +0.8 %), read-only builds the same
+  // (docs/notes/decode-mtp.md rounds 63 and 66). At 16 (128 registers) read-only spilled, 40 % slower.
+  constexpr int kMinWarps = 11;
+  auto kernel = step_vk_mma_pipelined_kernel<TS, InPlaceMem, 1, kMinWarps, false, READ_ONLY, TF32>;
+  const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
+  int device = 0, sms = 0, per_sm = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, smem) != cudaSuccess || per_sm < 1)
     throw std::runtime_error("fast step: no occupancy for the pipelined tensor-core kernel");
   const int64_t tiles = a.B * a.HV * (a.V / mma_vk::kRows);
   kernel<<<unsigned(std::min<int64_t>(tiles, int64_t(per_sm) * sms)), 32, smem, st>>>(a);
-}
-// 12 warps per SM (168 registers; READ_ONLY too: at 16, 128 registers, it spills, 40 % slower)
-// where their shared memory fits, T <= 7. At T = 8 only 11 fit, and the build budgeted for 11
-// (184 registers) is 1.5-5 % faster than the 12-warp build there (docs/notes/decode-mtp.md, round 63).
-template <class TS, bool READ_ONLY, bool TF32 = false>
-void launch_vk_mma_pipelined_build(const decode::Args& a, cudaStream_t st) {
-  const int smem = mma_vk::pipelined_warp_bytes<TS>(a.T);
-  int device = 0, smem_per_sm = 0, reserved = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) != cudaSuccess)
-    throw std::runtime_error("fast step: no shared-memory attributes for the pipelined tensor-core kernel");
-  if (12 * (smem + reserved) <= smem_per_sm) launch_vk_mma_pipelined_warps<TS, READ_ONLY, TF32, 12>(a, device, smem, st);
-  else launch_vk_mma_pipelined_warps<TS, READ_ONLY, TF32, 11>(a, device, smem, st);
 }
 template <class TS> void launch_vk_mma_pipelined(const decode::Args& a, cudaStream_t st) {
   if (read_only_call(a)) launch_vk_mma_pipelined_build<TS, true>(a, st);

@@ -56,14 +56,14 @@ constexpr int pipelined_max_registers(int minw) { return 65536 / (minw * 32) / 8
 // T <= kStageTokens (all tokens staged at once; at most 32 gates), no intermediate cache
 // (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
 // READ_ONLY: the build for read_only_call calls (no state update, nothing stored).
-// MINW: resident warps per SM the registers are budgeted for (168 at 12). Below 12 __maxnreg__
-// sets the budget: with __launch_bounds__(32, 11) alone ptxas emitted the 168-register code of
-// the 12-warp build (same SASS); at 184 the update builds take 180-182 registers and run 1.5-5 %
-// faster at T = 8 (docs/notes/decode-mtp.md round 63).
+// MINW: resident warps per SM the registers are budgeted for, by __maxnreg__: with
+// __launch_bounds__(32, 11) ptxas emitted the 168-register code of the 12-warp build (same SASS);
+// with __maxnreg__(184) the update builds take 180-182 registers (docs/notes/decode-mtp.md rounds
+// 63 and 66).
 // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
-template <class TS, class M = InPlaceMem, int W = 1, int MINW = 12, bool SPLIT = false, bool READ_ONLY = false,
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = 11, bool SPLIT = false, bool READ_ONLY = false,
           bool TF32 = false>
-__global__ void __launch_bounds__(W * 32, MINW < 12 ? 1 : MINW / W) __maxnreg__(pipelined_max_registers(MINW))
+__global__ void __launch_bounds__(W * 32, 1) __maxnreg__(pipelined_max_registers(MINW))
     step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
   constexpr int kCopies = tile_bytes<TS>() / 16 / 32;  // 16-byte copies per lane per tile
