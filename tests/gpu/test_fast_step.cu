@@ -96,8 +96,8 @@ std::vector<DepthCase> depth_cases() {
       rr.gate = GateForm::raw;
       shapes.push_back({"mtp_t10_rollback_read_only_raw", rr});
       // update off without the cache, T <= 4: the vk read-only kernel (dots with the starting
-      // state, Gram table; two tiles per warp at depth 4 where V allows, V = 48 one); strong
-      // decay, raw gate + i32 + padding, beta = 1 without l2norm.
+      // state, Gram table; at depth 4 four tiles per warp where V allows, V = 96 two, V = 48
+      // one); strong decay, raw gate + i32 + padding, beta = 1 without l2norm, random slots.
       Shape ro = step_shape(OpKind::mtp, 6, 4, 2, 8, layout, state);
       ro.update_state = false;
       ro.inputs = InputDist::strong_decay;
@@ -122,6 +122,12 @@ std::vector<DepthCase> depth_cases() {
       ro4.inputs = InputDist::no_decay;
       ro4.dv = 48;
       shapes.push_back({"mtp_t4_read_only_no_decay_v48", ro4});
+      Shape ro96 = step_shape(OpKind::mtp, 5, 4, 2, 4, layout, state);
+      ro96.update_state = false;
+      ro96.dv = 96;
+      ro96.indices = IndexPattern::random;
+      ro96.pool = 12;
+      shapes.push_back({"mtp_t4_read_only_random_v96", ro96});
       for (const auto& [label, s] : shapes)
         for (int depth : depths_of(s.op, layout, state))
           out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
