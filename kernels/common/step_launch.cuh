@@ -157,14 +157,9 @@ template <class TS, int LPK> void launch_decode_kv(const decode::Args& a, cudaSt
 
 // step_vk_read_only_kernel: at depth 4 four tiles per warp where V allows (two where V is a
 // multiple of 32 only), 16 resident warps per SM for fp32 pools (118-128 registers), 20 for bf16
-// (96). H200, 16/32 heads, T = 4, update off, gdnbench A/B, CUPTI, one call:
-//   eighth session (two repetitions), B = 32 / 128 / 256: fp32 one tile, 20 warps 28.8 / 87.9 /
-//   168.8 us; two tiles, 20 warps 27.3 / 83.0 / 155.6; two tiles, 16 warps 26.2 / 81.7 / 154.8
-//   (T = 2 B = 256: 135.8 vs 141.7). bf16 B = 256: two tiles 143.2 us at 20 warps, 148.6 at 16.
-//   round 70 (three repetitions), two / four / eight tiles, B = 32 / 64 / 128 / 256: fp32
-//   26.30 / 45.47 / 82.14 / 155.81, 25.22 / 43.87 / 78.18 / 145.79, 27.81 / 44.80 / 78.05 /
-//   145.47 us; T = 3 / 2 B = 256 143.87 / 135.81, 139.55 / 136.03, 141.82 / 137.95; bf16 B = 32 /
-//   256 24.61 / 143.90, 20.54 / 129.34, 25.95 / 128.86 (docs/notes/decode-mtp.md).
+// (96). H200, 16/32 heads, T = 4, update off, B = 256, gdnbench A/Bs (docs/notes/decode-mtp.md):
+// round 47, fp32 one tile (20 warps) / two 168.8 / 154.8 us; round 70, fp32 two / four / eight 155.8 /
+// 145.8 / 145.5 us (eight +6 % at B = 32), bf16 two / four 143.9 / 129.3 us.
 template <class TS> constexpr int kReadOnlyMinWarps = std::is_same_v<TS, float> ? 16 : 20;
 constexpr int kReadOnlyTiles = 4;
 template <class TS, int ROWS, int TILES> void launch_vk_read_only_tiles(const decode::Args& a, cudaStream_t st) {
