@@ -1,22 +1,27 @@
-# Every kernel variant, one line each. ARCHS are CUDA compute capabilities (CMake syntax:
-# 90a-real = sm_90a SASS only; 75 = sm_75 SASS plus compute_75 PTX).
+# Every kernel family and every variant, one line each. ARCHS are CUDA compute capabilities
+# (CMake syntax: 90a-real = sm_90a SASS only; 75 = sm_75 SASS plus compute_75 PTX).
 
-# CPU backend.
+# Kernel families compiled once, for the architectures they run on (kernels/<family>/).
+gdn_add_kernels(step SOURCES kernels/step/launch.cu kernels/step/plan.cpp kernels/step/step.cpp
+                ARCHS 80 90 100 120 RESOURCE_USAGE)
+
+# CPU backend (kernels/cpu/).
 gdn_add_variant(kernels/prefill/cpu.cpp)
 gdn_add_variant(kernels/decode/cpu.cpp)
 gdn_add_variant(kernels/mtp/cpu.cpp)
 
-# Simple CUDA baselines (token recurrence on CUDA cores, any GPU from Turing on).
+# Simple CUDA baselines (kernels/simple/: token recurrence on CUDA cores, any GPU from Turing on).
 gdn_add_variant(kernels/prefill/cuda_recurrent.cu ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/decode/cuda_simple.cu ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/mtp/cuda_simple.cu ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/decode/broken.cu TEST_ONLY ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/decode/cpu_broken.cpp TEST_ONLY)
-
-# Bandwidth-bound production decode / mtp (Ampere and newer: cp.async staging).
-gdn_add_variant(kernels/decode/fast.cu ARCHS 80 90 100 120)
-gdn_add_variant(kernels/mtp/fast.cu ARCHS 80 90 100 120)
-
-# Recurrent prefill on CUDA cores for Turing and later (one binary: sm_75 SASS + compute_75 PTX).
-gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)
 gdn_add_variant(kernels/decode/cpu_crash.cpp TEST_ONLY)
+
+# Bandwidth-bound production decode / mtp (the step family: Ampere and newer, cp.async staging).
+gdn_add_variant(kernels/decode/fast.cpp)
+gdn_add_variant(kernels/mtp/fast.cpp)
+
+# Recurrent prefill on CUDA cores for Turing and later (kernels/prefill/sm75_legacy/; one binary:
+# sm_75 SASS plus compute_75 PTX).
+gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)

@@ -1,15 +1,12 @@
 // Helpers shared by the references: exact loads, gates, state layouts, selection, threads.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
 #include <limits>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "core/half.h"
+#include "core/parallel_for.h"
 #include "reference/detail.h"
 #include "reference/reference.h"
 
@@ -71,7 +68,7 @@ void load_into(const Tensor& t, int64_t offset, int n, double* dst) {
 void l2normalize(double* x, int n) {
   double ss = 0;
   for (int i = 0; i < n; ++i) ss += x[i] * x[i];
-  const double r = 1.0 / std::sqrt(ss + 1e-6);
+  const double r = 1.0 / std::sqrt(ss + kL2NormEps);
   for (int i = 0; i < n; ++i) x[i] *= r;
 }
 
@@ -152,30 +149,6 @@ std::vector<int64_t> sequence_starts(const Shape& s, const TensorSet& in) {
   return cu;
 }
 
-void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& f) {
-  int64_t workers = threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  workers = std::min(workers, n);
-  std::atomic<int64_t> next{0};
-  std::exception_ptr error;
-  std::mutex error_mutex;
-  auto work = [&] {
-    for (int64_t i; (i = next.fetch_add(1)) < n;) {
-      try {
-        f(i);
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
-        next = n;  // stop handing out work
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
-  work();
-  for (auto& t : pool) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
 TokenScratch::TokenScratch(const Dims& dims)
     : q(dims.K), k(dims.K), v(dims.V), o(dims.V), p(dims.V), d(dims.V) {}
 
@@ -206,7 +179,7 @@ PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, in
   r.ht.assign(size_t(N * d.HV * KV), nan);
   const Tensor* h0 = in.has("h0") ? &in.at("h0") : nullptr;
   const int64_t tasks = int64_t(seqs.size()) * int64_t(heads.size());
-  parallel_for(tasks, threads, [&](int64_t task) {
+  parallel_for(tasks, worker_count(tasks, threads), [&](int64_t task, int) {
     const int64_t n = seqs[size_t(task / int64_t(heads.size()))];
     const int h = heads[size_t(task % int64_t(heads.size()))];
     const int64_t state_at = (n * d.HV + h) * KV;

@@ -26,7 +26,7 @@ struct Dims {
 
 // n elements of a float tensor starting at `offset`, widened to double.
 void load_into(const Tensor& t, int64_t offset, int n, double* dst);
-// x / sqrt(sum x^2 + 1e-6), as the kernels' in-kernel L2 norm.
+// x / sqrt(sum x^2 + kL2NormEps), as the kernels' in-kernel L2 norm.
 void l2normalize(double* x, int n);
 // q or k of token row `row` and q/k head `hk`, normalised when the shape asks for it.
 void load_qk(const Tensor& t, const Dims& d, int64_t row, int hk, double* dst);
@@ -48,9 +48,6 @@ std::vector<int64_t> resolve_items(const std::vector<int64_t>& items, int64_t n,
 // Start offsets of the packed sequences (N + 1 entries), from Shape::seqlens; checked against
 // the cu_seqlens tensor when it is present.
 std::vector<int64_t> sequence_starts(const Shape& s, const TensorSet& in);
-
-// Runs f(0) .. f(n-1) on up to `threads` std::threads (0 = all cores); rethrows the first error.
-void parallel_for(int64_t n, int threads, const std::function<void(int64_t)>& f);
 
 // Scratch vectors of one token step (recurrent_row), reused across tokens.
 struct TokenScratch {

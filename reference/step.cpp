@@ -4,7 +4,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/decode/op.h"
+#include "core/parallel_for.h"
+#include "core/slot.h"
 #include "reference/detail.h"
 #include "reference/reference.h"
 
@@ -32,10 +33,10 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
     throw std::invalid_argument("indices must be i32 or i64 (got " + std::string(to_string(idx.spec.dtype)) + ")");
 
   const int64_t tasks = int64_t(rows.size()) * int64_t(heads.size());
-  detail::parallel_for(tasks, threads, [&](int64_t task) {
+  parallel_for(tasks, worker_count(tasks, threads), [&](int64_t task, int) {
     const int64_t b = rows[size_t(task / int64_t(heads.size()))];
     const int h = heads[size_t(task % int64_t(heads.size()))];
-    const int64_t slot = decode::Args::slot_at(idx.data, idx.spec.dtype, b);
+    const int64_t slot = slot_at(idx.data, idx.spec.dtype, b);
     if (slot == -1) {  // padding row: zero outputs, no state
       for (int t = 0; t < T; ++t) {
         const int64_t row = b * T + t;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "core/shape.h"
 #include "report/record.h"
 #include "run/backend.h"
 
@@ -21,6 +22,20 @@ template <class Param> class CudaSuite : public testing::TestWithParam<Param> {
   static inline std::unique_ptr<ExecBackend> backend_;
   static inline std::string why_no_device_;
 };
+
+// A decode or mtp problem of 128 x 128 heads (decode: tokens = 1).
+inline Shape step_shape(OpKind op, int64_t batch, int tokens, int h_qk, int h_v, Layout layout,
+                        DType state = DType::f32) {
+  Shape s;
+  s.op = op;
+  s.batch = batch;
+  s.tokens = tokens;
+  s.h_qk = h_qk, s.h_v = h_v;
+  s.dk = s.dv = 128;
+  s.layout = layout;
+  s.state_dtype = state;
+  return s;
+}
 
 inline std::string sci(double x) {
   char buf[32];

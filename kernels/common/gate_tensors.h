@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/step_args.h"
+#include "common/gate_args.h"
 
 #include "core/shape.h"
 #include "core/tensor.h"
@@ -43,8 +43,5 @@ inline GateArgs make_gate_args(const Shape& s, const TensorSet& t) {
   g.b = t.ptr<const uint16_t>("b");
   return g;
 }
-
-// Common validity rules for every op.
-std::string validate_common(const Shape& s);
 
 }  // namespace gdn

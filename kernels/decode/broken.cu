@@ -3,12 +3,12 @@
 // head of value head h is taken as h % H (modulo) instead of h / (HV / H) (repeat-interleave).
 // The two agree when HV == H or H == 1, so it only shows with grouped value heads (HV > H > 1),
 // where o and the pool both go wrong while every element is still written and finite.
-#include "common/step_simple.cuh"
+#include "simple/step.cuh"
 
 namespace gdn {
 namespace {
 
-using namespace dev;
+using namespace simple;
 
 template <class In, class S> __global__ void __launch_bounds__(kThreads) broken_decode_kernel(decode::Args a) {
   __shared__ TileSmem sm;
@@ -23,9 +23,9 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) broken_
   In* o = reinterpret_cast<In*>(a.o);
 
   const int64_t v_row = (b * a.HV + h) * a.V;
-  const int64_t slot = pool_slot(a.indices, a.index_dtype, b);
+  const int64_t slot = slot_at(a.indices, a.index_dtype, b);
   if (slot < 0) {
-    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = from_float<In>(0.f);
+    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = dev::from_float<In>(0.f);
     return;
   }
   S* state = static_cast<S*>(a.pool) + (slot * a.HV + h) * head_elems;
@@ -34,7 +34,7 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) broken_
   load_token(sm, q + qk_row, k + qk_row, v + v_row, tile);
   __syncthreads();
   const float out = recurrent_step(sm, a.K, gate_at(a.gate, b, a.HV, h), a.l2norm, a.scale);
-  if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = from_float<In>(out);
+  if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = dev::from_float<In>(out);
   store_state_tile(sm, state, tile);
 }
 
@@ -49,7 +49,7 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
   auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (s.input_dtype == DType::f16) launch_typed<__half>(a, grid, stream);
   else launch_typed<__nv_bfloat16>(a, grid, stream);
-  GDN_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 const VariantRegistration kRegistration{Variant{

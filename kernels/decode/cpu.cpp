@@ -1,6 +1,6 @@
 // decode/cpu: one token per row on the host in fp32, threads over (row, value head); the pool
-// slot is updated in place (fp32) or through an fp32 buffer (bf16). See common/cpu_pool_step.h.
-#include "common/cpu_pool_step.h"
+// slot is updated in place (fp32) or through an fp32 buffer (bf16). See kernels/cpu/pool_step.h.
+#include "cpu/pool_step.h"
 #include "core/registry.h"
 #include "decode/op.h"
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/slot.h"
 #include "core/half.h"
 #include "core/registry.h"
 #include "decode/op.h"
@@ -19,7 +20,7 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext&) {
   std::vector<float> st(static_cast<size_t>(S));
   for (int64_t b = 0; b < a.B; ++b)
     for (int h = 0; h < a.HV; ++h) {
-      const int64_t slot = decode::Args::slot_at(a.indices, a.index_dtype, b);
+      const int64_t slot = slot_at(a.indices, a.index_dtype, b);
       uint16_t* o = a.o + (b * a.HV + h) * a.V;
       if (slot < 0) {
         for (int j = 0; j < a.V; ++j) o[j] = 0;
@@ -34,7 +35,7 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext&) {
         k[size_t(i)] = bf16_to_float(a.k[(b * a.H + hk) * a.K + i]);
         nq += q[size_t(i)] * q[size_t(i)], nk += k[size_t(i)] * k[size_t(i)];
       }
-      const float rq = a.l2norm ? float(1 / std::sqrt(nq + 1e-6)) : 1.f, rk = a.l2norm ? float(1 / std::sqrt(nk + 1e-6)) : 1.f;
+      const float rq = a.l2norm ? float(1 / std::sqrt(nq + kL2NormEps)) : 1.f, rk = a.l2norm ? float(1 / std::sqrt(nk + kL2NormEps)) : 1.f;
       auto gv = ref::gate_at(s, t, b, h);
       const float decay = float(std::exp(gv.g)), beta = float(gv.beta);
       // S[j][i] with j over V and i over K for the vk layout; [i][j] for kv.

@@ -1,7 +1,7 @@
 // decode/cuda_simple: the plain one-token state update on CUDA cores, the baseline every decode
 // variant must beat. One block per (row, value head, 32 value columns); the kernel is shared
 // with mtp/cuda_simple (decode is the T = 1 case).
-#include "common/step_simple.cuh"
+#include "simple/step.cuh"
 
 namespace gdn {
 namespace {
@@ -9,7 +9,7 @@ namespace {
 const VariantRegistration kRegistration{Variant{
     "decode/cuda_simple", OpKind::decode, Backend::cuda, 75, 1000,
     "one block per (row, head, 32 value columns), state slice in shared memory; simple baseline",
-    dev::step_simple_supports, dev::step_simple_launch, {}, false}};
+    simple::step_simple_supports, simple::step_simple_launch, {}, false}};
 
 }  // namespace
 }  // namespace gdn

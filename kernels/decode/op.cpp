@@ -86,10 +86,16 @@ std::string step_validate(const Shape& s) {
   return "";
 }
 
+// The engines' pool layout, [V, K] per head (FlashInfer "pretranspose").
+Shape decode_default_shape() {
+  Shape s;
+  s.op = OpKind::decode;
+  s.layout = Layout::vk;
+  return s;
+}
+
 const OpDef kDecodeOp{OpKind::decode, "decode", "one token per row, state pool updated in place", step_tensors,
-                      step_work, step_tolerances, step_validate};
-const OpDef kMtpOp{OpKind::mtp, "mtp", "T draft tokens per row (speculative verify), optional intermediate states",
-                   step_tensors, step_work, step_tolerances, step_validate};
+                      step_work, step_tolerances, step_validate, decode_default_shape};
 
 namespace decode {
 Args make_args(const Shape& s, const TensorSet& t) {

@@ -12,10 +12,23 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
-#include "common/step_args.h"
+#include "common/gate_args.h"
+#include "core/op.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+
+namespace gdn {
+
+// The contract of decode, shared by mtp (kernels/mtp/op.cpp): decode is mtp with T = 1, no cache.
+std::vector<TensorSpec> step_tensors(const Shape& s);
+WorkModel step_work(const Shape& s);
+std::vector<Tolerance> step_tolerances(const Shape& s);
+std::string step_validate(const Shape& s);
+
+}  // namespace gdn
 
 namespace gdn::decode {
 
@@ -40,11 +53,6 @@ struct Args {
   void* intermediate = nullptr; // mtp cache [B, T, HV, state], state_dtype; null when off
   const int32_t* accepted = nullptr;  // mtp rollback [B]: row b starts from intermediate[b, a - 1]
                                       // when a = accepted[b] > 0; null when off
-
-  // Slot of row i (-1 = padding), whatever the index dtype.
-  static int64_t slot_at(const void* idx, DType d, int64_t i) {
-    return d == DType::i32 ? int64_t(static_cast<const int32_t*>(idx)[i]) : static_cast<const int64_t*>(idx)[i];
-  }
 };
 
 Args make_args(const Shape& s, const TensorSet& t);

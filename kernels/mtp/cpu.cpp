@@ -1,6 +1,6 @@
 // mtp/cpu: T draft tokens per row on the host in fp32, threads over (row, value head), with the
-// optional per-token state cache and read-only pool (update_state off). See common/cpu_pool_step.h.
-#include "common/cpu_pool_step.h"
+// optional per-token state cache and read-only pool (update_state off). See kernels/cpu/pool_step.h.
+#include "cpu/pool_step.h"
 #include "core/registry.h"
 #include "mtp/op.h"
 

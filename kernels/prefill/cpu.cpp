@@ -1,15 +1,15 @@
 // prefill/cpu: the token recurrence on the host in fp32, one task per (sequence, value head);
 // longest sequences are scheduled first so ragged batches balance. The state is worked on in a
-// per-worker buffer (page-aligned, see cpu_scratch.h) in the kv order, the faster kernel while
+// per-worker buffer (page-aligned, see scratch.h) in the kv order, the faster kernel while
 // the state stays in cache: h0 is copied (vk: transposed) in once and ht out once.
 #include <algorithm>
 #include <numeric>
 #include <vector>
 
-#include "common/cpu_parallel.h"
-#include "common/cpu_scratch.h"
-#include "common/cpu_state.h"
-#include "common/cpu_token.h"
+#include "core/parallel_for.h"
+#include "cpu/scratch.h"
+#include "cpu/state.h"
+#include "cpu/token.h"
 #include "core/registry.h"
 #include "prefill/op.h"
 
@@ -48,11 +48,11 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
                    [&](int64_t x, int64_t y) { return cu[x + 1] - cu[x] > cu[y + 1] - cu[y]; });
 
   const int64_t tasks = a.N * a.HV;
-  const int workers = cpu::worker_count(tasks, ctx.num_threads, double(a.T) / double(a.N) * a.K * a.V);
+  const int workers = worker_count(tasks, ctx.num_threads, double(a.T) / double(a.N) * a.K * a.V);
   std::vector<cpu::Scratch> scratch;
   scratch.reserve(workers);
   for (int i = 0; i < workers; ++i) scratch.emplace_back(int64_t(a.K) * a.V, a.K, a.V);
-  cpu::parallel_for(tasks, workers, [&](int64_t i, int worker) {
+  parallel_for(tasks, workers, [&](int64_t i, int worker) {
     run_sequence_head(a, cu, order[i / a.HV], int(i % a.HV), scratch[worker]);
   });
 }

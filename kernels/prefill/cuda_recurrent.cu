@@ -4,14 +4,15 @@
 // copy of cu_seqlens: each block reads its own sequence bounds.
 #include <fmt/format.h>
 
-#include "common/state_tile.cuh"
+#include "simple/state_tile.cuh"
+#include "core/cuda_check.h"
 #include "core/registry.h"
 #include "prefill/op.h"
 
 namespace gdn {
 namespace {
 
-using namespace dev;
+using namespace simple;
 
 template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurrent_kernel(prefill::Args a) {
   __shared__ TileSmem sm;
@@ -32,7 +33,7 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
     load_token(sm, q + qk_row, k + qk_row, v + v_row, tile);
     __syncthreads();
     const float out = recurrent_step(sm, a.K, gate_at(a.gate, t, a.HV, h), a.l2norm, a.scale);
-    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = from_float<In>(out);
+    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = dev::from_float<In>(out);
   }
   store_state_tile(sm, a.ht + head_state, tile);
 }
@@ -52,7 +53,7 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
   auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (a.input_dtype == DType::f16) prefill_recurrent_kernel<__half><<<grid, kThreads, 0, stream>>>(a);
   else prefill_recurrent_kernel<__nv_bfloat16><<<grid, kThreads, 0, stream>>>(a);
-  GDN_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 const VariantRegistration kRegistration{Variant{

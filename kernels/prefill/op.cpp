@@ -56,9 +56,17 @@ std::string validate(const Shape& s) {
 
 }  // namespace
 
+// FLA's state layout, [K, V] per head.
+Shape default_shape() {
+  Shape s;
+  s.op = OpKind::prefill;
+  s.layout = Layout::kv;
+  return s;
+}
+
 const OpDef kPrefillOp{OpKind::prefill, "prefill",
                        "chunked forward over a packed varlen batch (o and final state ht)",
-                       tensors, work, tolerances, validate};
+                       tensors, work, tolerances, validate, default_shape};
 
 namespace prefill {
 Args make_args(const Shape& s, const TensorSet& t, const int32_t* cu_host) {

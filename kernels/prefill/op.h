@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "common/step_args.h"
+#include "common/gate_args.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 

@@ -1,11 +1,11 @@
 // prefill/sm75_legacy: the token recurrence on CUDA cores with the state slice in registers for
 // the whole sequence and warp-shuffle reductions, built for compute_75 (sm_75 SASS plus PTX) so
-// one binary runs on every GPU from Turing on. The kernel is in common/legacy_recurrent.cuh;
+// one binary runs on every GPU from Turing on. The kernel is in sm75_legacy/recurrent.cuh;
 // design notes and measurements in docs/notes/legacy-sm75.md.
 #include <fmt/format.h>
 
-#include "common/legacy_config.h"
-#include "common/legacy_recurrent.cuh"
+#include "prefill/sm75_legacy/config.h"
+#include "prefill/sm75_legacy/recurrent.cuh"
 #include "core/registry.h"
 #include "prefill/op.h"
 
@@ -18,11 +18,11 @@ std::string supports(const Shape& s) {
   return legacy::unsupported_reason(s.dk, s.dv, int64_t(s.seqlens.size()), s.h_v);
 }
 
-// Shared memory per SM of the current device: picks the staging tile (see legacy_config.h).
+// Shared memory per SM of the current device: picks the staging tile (see config.h).
 int smem_per_sm() {
   int dev = 0, bytes = 0;
-  GDN_CUDA_CHECK(cudaGetDevice(&dev));
-  GDN_CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
   return bytes;
 }
 

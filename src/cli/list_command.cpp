@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <iostream>
 
+#include "core/axes.h"
 #include "cli/commands.h"
 #include "config/config.h"
 #include "core/op.h"
@@ -38,6 +39,7 @@ int plan(const std::string& path, const std::string& json_out) {
   auto cfg = load_config(path);
   nlohmann::json j;
   j["config"] = {{"path", cfg.path}, {"hash", cfg.hash}};
+  j["axes"] = axes_to_json();  // the shape fields and per-op defaults peer harnesses read
   j["points"] = nlohmann::json::array();
   for (auto& c : cfg.cases)
     for (std::size_t i = 0; i < c.shapes.size(); ++i) {

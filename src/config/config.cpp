@@ -16,7 +16,9 @@
 #include <sstream>
 
 #include "config/config_tree.h"
+#include "core/axes.h"
 #include "core/errors.h"
+#include "core/fnv.h"
 #include "core/op.h"
 #include "core/registry.h"
 
@@ -257,17 +259,6 @@ Axis parse_pool(const Checker& c, const ConfigNode& n, const std::string& path) 
 
 // ---- keys -----------------------------------------------------------------------------------------
 
-enum OpSet : unsigned { kPrefill = 1u, kDecode = 2u, kMtp = 4u, kSteps = kDecode | kMtp, kAllOps = 7u };
-
-unsigned op_bit(OpKind op) {
-  switch (op) {
-    case OpKind::prefill: return kPrefill;
-    case OpKind::decode: return kDecode;
-    case OpKind::mtp: return kMtp;
-  }
-  return 0;
-}
-
 using AxisParser = std::function<Axis(const Checker&, const ConfigNode&, const std::string&)>;
 
 struct KeySpec {
@@ -301,22 +292,14 @@ template <class E> std::vector<E> every(std::optional<E> (*parse)(std::string_vi
   return out;
 }
 
-// Per-case scalars first, then the axes in expansion order: the first axis varies slowest.
-const std::vector<KeySpec>& key_specs() {
-  static const std::vector<KeySpec> specs{
-      {"name", kAllOps, {}},
-      {"op", kAllOps, {}},
-      {"variant", kAllOps, {}},
-      {"seed", kAllOps, {}},
-      {"threshold", kAllOps, {}},
-      {"verify_heads", kAllOps, {}},
-      {"inputs", kAllOps,
-       enum_axis(parse_input_dist, every(parse_input_dist), +[](Point& p, InputDist v) { p.shape.inputs = v; })},
-      {"input_dtype", kAllOps,
-       enum_axis(parse_dtype, {DType::bf16, DType::f16}, +[](Point& p, DType v) { p.shape.input_dtype = v; })},
-      {"gate", kAllOps, enum_axis(parse_gate, every(parse_gate), +[](Point& p, GateForm v) { p.shape.gate = v; })},
-      {"l2norm", kAllOps, flag_axis(+[](Point& p, bool v) { p.shape.l2norm = v; })},
-      {"scale", kAllOps,
+// How each axis of the table (core/axes.h) is read from a config.
+AxisParser axis_parser(std::string_view key) {
+  static const std::map<std::string_view, AxisParser> parsers{
+      {"inputs", enum_axis(parse_input_dist, every(parse_input_dist), +[](Point& p, InputDist v) { p.shape.inputs = v; })},
+      {"input_dtype", enum_axis(parse_dtype, {DType::bf16, DType::f16}, +[](Point& p, DType v) { p.shape.input_dtype = v; })},
+      {"gate", enum_axis(parse_gate, every(parse_gate), +[](Point& p, GateForm v) { p.shape.gate = v; })},
+      {"l2norm", flag_axis(+[](Point& p, bool v) { p.shape.l2norm = v; })},
+      {"scale",
        [](const Checker& c, const ConfigNode& n, const std::string& path) {
          return simple_axis(
              c, n, path,
@@ -327,24 +310,36 @@ const std::vector<KeySpec>& key_specs() {
              },
              [](Point& p, double v) { p.shape.scale = v; });
        }},
-      {"state_dtype", kSteps,
-       enum_axis(parse_dtype, {DType::f32, DType::bf16}, +[](Point& p, DType v) { p.shape.state_dtype = v; })},
-      {"layout", kAllOps, enum_axis(parse_layout, every(parse_layout), +[](Point& p, Layout v) { p.shape.layout = v; })},
-      {"indices", kSteps,
+      {"state_dtype", enum_axis(parse_dtype, {DType::f32, DType::bf16}, +[](Point& p, DType v) { p.shape.state_dtype = v; })},
+      {"layout", enum_axis(parse_layout, every(parse_layout), +[](Point& p, Layout v) { p.shape.layout = v; })},
+      {"indices",
        enum_axis(parse_index_pattern, every(parse_index_pattern), +[](Point& p, IndexPattern v) { p.shape.indices = v; })},
-      {"index_dtype", kSteps,
-       enum_axis(parse_dtype, {DType::i64, DType::i32}, +[](Point& p, DType v) { p.shape.index_dtype = v; })},
-      {"cache_intermediate", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.cache_intermediate = v; })},
-      {"update_state", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.update_state = v; })},
-      {"rollback", kMtp, flag_axis(+[](Point& p, bool v) { p.shape.rollback = v; })},
-      {"h0", kPrefill, flag_axis(+[](Point& p, bool v) { p.shape.has_h0 = v; })},
-      {"heads", kAllOps, parse_heads},
-      {"head_dim", kAllOps, int_axis(1, INT_MAX, +[](Point& p, int64_t v) { p.shape.dk = p.shape.dv = int(v); })},
-      {"pool", kSteps, parse_pool},
-      {"seqlens", kPrefill, parse_seqlens_axis},
-      {"tokens", kMtp, int_axis(2, 64, +[](Point& p, int64_t v) { p.shape.tokens = int(v); })},
-      {"batch", kSteps, int_axis(1, INT64_MAX, +[](Point& p, int64_t v) { p.shape.batch = v; })},
+      {"index_dtype", enum_axis(parse_dtype, {DType::i64, DType::i32}, +[](Point& p, DType v) { p.shape.index_dtype = v; })},
+      {"cache_intermediate", flag_axis(+[](Point& p, bool v) { p.shape.cache_intermediate = v; })},
+      {"update_state", flag_axis(+[](Point& p, bool v) { p.shape.update_state = v; })},
+      {"rollback", flag_axis(+[](Point& p, bool v) { p.shape.rollback = v; })},
+      {"h0", flag_axis(+[](Point& p, bool v) { p.shape.has_h0 = v; })},
+      {"heads", parse_heads},
+      {"head_dim", int_axis(1, INT_MAX, +[](Point& p, int64_t v) { p.shape.dk = p.shape.dv = int(v); })},
+      {"pool", parse_pool},
+      {"seqlens", parse_seqlens_axis},
+      {"tokens", int_axis(2, 64, +[](Point& p, int64_t v) { p.shape.tokens = int(v); })},
+      {"batch", int_axis(1, INT64_MAX, +[](Point& p, int64_t v) { p.shape.batch = v; })},
   };
+  auto it = parsers.find(key);
+  if (it == parsers.end()) throw std::logic_error(fmt::format("config: no parser for axis '{}'", key));
+  return it->second;
+}
+
+// Per-case scalars first, then the axes of the table in its (expansion) order: the first axis
+// varies slowest.
+const std::vector<KeySpec>& key_specs() {
+  static const std::vector<KeySpec> specs = [] {
+    std::vector<KeySpec> out{{"name", kBitAll, {}},      {"op", kBitAll, {}},        {"variant", kBitAll, {}},
+                             {"seed", kBitAll, {}},      {"threshold", kBitAll, {}}, {"verify_heads", kBitAll, {}}};
+    for (const AxisDef& a : shape_axes()) out.push_back({std::string(a.key), a.ops, axis_parser(a.key)});
+    return out;
+  }();
   return specs;
 }
 
@@ -467,9 +462,7 @@ void expand(const Checker& c, CaseSpec& spec, const std::vector<NamedAxis>& axes
   if (count > budget) c.fail(line, path, fmt::format("the config expands to more than {} points", kMaxPoints));
   budget -= count;
 
-  Shape base;
-  base.op = spec.op;
-  base.layout = spec.op == OpKind::prefill ? Layout::kv : Layout::vk;
+  const Shape base = op_def(spec.op).default_shape();
   std::vector<std::size_t> at(axes.size(), 0);
   for (std::size_t n = 0; n < count; ++n) {
     Point pt{base};
@@ -577,9 +570,7 @@ SweepConfig build_config(const ConfigNode& root, const Checker& c) {
 }
 
 std::string fnv1a_hex(const std::string& bytes) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char b : bytes) h = (h ^ b) * 1099511628211ull;
-  return fmt::format("{:016x}", h);
+  return fmt::format("{:016x}", fnv1a(bytes));
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/bf16_bits.h"
 #include "core/types.h"
 
 namespace gdn {
@@ -22,12 +23,7 @@ inline uint32_t float_to_bits(float f) {
 }
 
 inline float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
-inline uint16_t float_to_bf16(float f) {
-  uint32_t u = float_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
+inline uint16_t float_to_bf16(float f) { return bf16_bits_rne(float_to_bits(f)); }
 
 inline float f16_to_float(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;

@@ -35,6 +35,9 @@ struct OpDef {
   std::vector<Tolerance> (*tolerances)(const Shape&);
   // "" when the shape is a legal problem of this op, else the reason.
   std::string (*validate)(const Shape&);
+  // The shape a config point of this op starts from: Shape's defaults with the op's own (for
+  // example the state layout: kv for prefill, vk for decode and mtp).
+  Shape (*default_shape)();
 };
 
 const OpDef& op_def(OpKind);
@@ -48,5 +51,7 @@ extern const OpDef kMtpOp;
 
 // Shared model pieces (SPEC section 5), used by the three op definitions.
 double state_elems_per_slot(const Shape& s);  // HV * K * V
+// The shape rules every op shares (heads, head dims, dtypes, scale): "" or the reason.
+std::string validate_common(const Shape& s);
 
 }  // namespace gdn

@@ -36,6 +36,9 @@ struct Variant {
   std::vector<Tolerance> tolerances;
   // Built only for tests (the deliberately broken variant); hidden from default globs.
   bool test_only = false;
+  // Optional: the launch plan the variant runs for a shape (kernel, tile, register budget), one
+  // printable line that reports record per case. May throw on a bad plan override.
+  std::function<std::string(const Shape&)> plan;
 };
 
 class Registry {

@@ -27,37 +27,7 @@ std::string Shape::seqlens_label() const {
   return fmt::format("{}seqs/{}tok", seqlens.size(), total_tokens());
 }
 
-std::string Shape::key() const {
-  std::string k = fmt::format("h{}/{} d{}x{}", h_qk, h_v, dk, dv);
-  switch (op) {
-    case OpKind::prefill:
-      k += fmt::format(" seq={} layout={}{}", seqlens_label(), to_string(layout), has_h0 ? "" : " no_h0");
-      if (seqlens.size() > 8) {
-        // Long explicit lists: include a checksum so different lists never share a key.
-        uint64_t h = 1469598103934665603ull;
-        for (auto l : seqlens) h = (h ^ uint64_t(l)) * 1099511628211ull;
-        k += fmt::format("#{:08x}", uint32_t(h));
-      }
-      break;
-    case OpKind::mtp:
-      k += fmt::format(" T={}", tokens);
-      [[fallthrough]];
-    case OpKind::decode:
-      k += fmt::format(" B={} state={} layout={} pool={} idx={}", batch, to_string(state_dtype), to_string(layout),
-                       pool_slots(), to_string(indices));
-      if (index_dtype != DType::i64) k += fmt::format("/{}", to_string(index_dtype));
-      if (op == OpKind::mtp)
-        k += fmt::format(" cache={} update={}", cache_intermediate ? 1 : 0, update_state ? 1 : 0);
-      if (op == OpKind::mtp && rollback) k += " rollback=1";
-      break;
-  }
-  k += fmt::format(" gate={}", to_string(gate));
-  if (!l2norm) k += " no_l2norm";
-  if (input_dtype != DType::bf16) k += fmt::format(" in={}", to_string(input_dtype));
-  if (inputs != InputDist::standard) k += fmt::format(" inputs={}", to_string(inputs));
-  if (scale > 0.0) k += fmt::format(" scale={}", scale);
-  return k;
-}
+// Shape::key() is built from the axis table: src/core/axes.cpp.
 
 namespace {
 int64_t parse_positive(const std::string& part, const std::string& whole) {

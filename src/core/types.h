@@ -24,6 +24,12 @@ enum class InputDist { standard, strong_decay, no_decay, beta_one, positive_keys
 //   high: distinct slots packed at the end of the pool (large 64-bit offsets).
 enum class IndexPattern { identity, random, padded, high };
 enum class Backend { cpu, cuda };
+
+// The epsilon of the q/k L2 norm (SPEC section 1): x / sqrt(sum(x^2) + eps). Kernels add it in
+// fp32 (the float nearest 1e-6), the reference in fp64.
+inline constexpr double kL2NormEps = 1e-6;
+inline constexpr float kL2NormEpsF = float(kL2NormEps);
+static_assert(kL2NormEpsF == 1e-6f);
 enum class TimingMode { cold, hot, graph };
 
 std::string_view to_string(OpKind);

@@ -16,10 +16,11 @@
 #include <limits>
 #include <vector>
 
+#include "common/gdn_math.cuh"
 #include "common/ptx/mma_sync_bf16.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "device/calibrate.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "device/cuda_uuid.h"
 
 namespace gdn {
@@ -58,15 +59,6 @@ __device__ inline float operand_value(int i) { return static_cast<float>((i * 37
 
 #endif
 
-#if !GDN_HAS_WGMMA && GDN_HAS_MMA_SYNC_BF16
-__device__ inline uint32_t bf16x2_bits(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  uint32_t bits;
-  memcpy(&bits, &v, sizeof bits);
-  return bits;
-}
-#endif
-
 // Each thread leaves the sum of its accumulators in sink (keeps the work observable) and
 // block 0 reports which instruction ran, since the driver picks the cubin (sm_90a or not).
 __global__ void __launch_bounds__(kMmaThreads, 1) calibrate_mma_kernel(int iterations, float* sink, int* method) {
@@ -103,9 +95,9 @@ __global__ void __launch_bounds__(kMmaThreads, 1) calibrate_mma_kernel(int itera
   const int lane = threadIdx.x % 32;
   uint32_t a[4], b[2];
 #pragma unroll
-  for (int k = 0; k < 4; ++k) a[k] = bf16x2_bits(operand_value(lane * 8 + 2 * k), operand_value(lane * 8 + 2 * k + 1));
+  for (int k = 0; k < 4; ++k) a[k] = dev::pack_bf16x2(operand_value(lane * 8 + 2 * k), operand_value(lane * 8 + 2 * k + 1));
 #pragma unroll
-  for (int k = 0; k < 2; ++k) b[k] = bf16x2_bits(operand_value(lane * 4 + 2 * k + 3), operand_value(lane * 4 + 2 * k + 4));
+  for (int k = 0; k < 2; ++k) b[k] = dev::pack_bf16x2(operand_value(lane * 4 + 2 * k + 3), operand_value(lane * 4 + 2 * k + 4));
   float acc[kMmaSyncChains][4] = {};
   for (int it = 0; it < iterations; ++it) {
 #pragma unroll

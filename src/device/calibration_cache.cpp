@@ -12,7 +12,7 @@
 
 #include "core/errors.h"
 #include "device/calibrate.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "device/cuda_uuid.h"
 
 namespace gdn {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "device/calibrate.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "device/cuda_device.h"
 #include "device/info.h"
 #include "run/backend.h"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "device/cuda_device.h"
 #include "device/cuda_uuid.h"
 #include "device/info.h"

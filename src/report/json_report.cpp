@@ -13,6 +13,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/axes.h"
 #include "core/errors.h"
 #include "report/report.h"
 
@@ -217,53 +218,9 @@ void dump_pretty(const json& j, int depth, std::string& out) {
 
 // ---- Shape -------------------------------------------------------------------------------
 
-json to_json(const Shape& s) {
-  return {{"op", to_string(s.op)},
-          {"h_qk", s.h_qk},
-          {"h_v", s.h_v},
-          {"dk", s.dk},
-          {"dv", s.dv},
-          {"input_dtype", to_string(s.input_dtype)},
-          {"l2norm", s.l2norm},
-          {"gate", to_string(s.gate)},
-          {"inputs", to_string(s.inputs)},
-          {"scale", s.scale},
-          {"seqlens", s.seqlens},
-          {"has_h0", s.has_h0},
-          {"batch", s.batch},
-          {"tokens", s.tokens},
-          {"state_dtype", to_string(s.state_dtype)},
-          {"layout", to_string(s.layout)},
-          {"pool", s.pool},
-          {"indices", to_string(s.indices)},
-          {"index_dtype", to_string(s.index_dtype)},
-          {"cache_intermediate", s.cache_intermediate},
-          {"update_state", s.update_state},
-          {"rollback", s.rollback}};
-}
+json to_json(const Shape& s) { return shape_to_json(s); }
 
-Shape shape_from_json(const json& j) {
-  if (!j.is_object()) throw input_error("shape must be an object");
-  Shape s;
-  read_enum(j, "op", s.op, parse_op);
-  read(j, "h_qk", s.h_qk), read(j, "h_v", s.h_v), read(j, "dk", s.dk), read(j, "dv", s.dv);
-  read_enum(j, "input_dtype", s.input_dtype, parse_dtype);
-  read(j, "l2norm", s.l2norm);
-  read_enum(j, "gate", s.gate, parse_gate);
-  read_enum(j, "inputs", s.inputs, parse_input_dist);
-  read(j, "scale", s.scale);
-  read(j, "seqlens", s.seqlens);
-  read(j, "has_h0", s.has_h0);
-  read(j, "batch", s.batch), read(j, "tokens", s.tokens);
-  read_enum(j, "state_dtype", s.state_dtype, parse_dtype);
-  read_enum(j, "layout", s.layout, parse_layout);
-  read(j, "pool", s.pool);
-  read_enum(j, "indices", s.indices, parse_index_pattern);
-  read_enum(j, "index_dtype", s.index_dtype, parse_dtype);
-  read(j, "cache_intermediate", s.cache_intermediate), read(j, "update_state", s.update_state);
-  read(j, "rollback", s.rollback);
-  return s;
-}
+Shape shape_from_json(const json& j) { return shape_from_json_object(j); }
 
 // ---- CaseRecord --------------------------------------------------------------------------
 
@@ -272,6 +229,7 @@ json to_json(const CaseRecord& r) {
   return {{"case", r.case_name},
           {"op", r.op()},
           {"variant", r.variant},
+          {"plan", r.plan},
           {"shape", to_json(r.shape)},
           {"shape_key", r.shape_key()},
           {"mode", r.mode},
@@ -303,6 +261,7 @@ CaseRecord record_from_json(const json& j) {
   CaseRecord r;
   read(j, "case", r.case_name);
   read(j, "variant", r.variant);
+  read(j, "plan", r.plan);
   if (auto it = j.find("shape"); it != j.end()) r.shape = shape_from_json(*it);
   read(j, "mode", r.mode), read(j, "device", r.device), read(j, "seed", r.seed);
   if (auto it = j.find("threshold_pct"); it != j.end() && it->is_number()) r.threshold_pct = it->get<double>();

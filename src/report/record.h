@@ -52,6 +52,7 @@ struct CaseRecord {
   // Identity.
   std::string case_name;
   std::string variant;  // "<op>/<variant>"
+  std::string plan;     // the variant's launch plan for this shape (Variant::plan), "" when it has none
   Shape shape;
   std::string mode;     // cold | hot | graph
   std::string device;   // device (or host CPU) name

@@ -68,9 +68,12 @@ std::string stage_name(std::string name) {
 
 void add_case(TextTable& t, const CaseRecord& r, bool breakdown) {
   const bool timed = r.timed;
-  t.row({short_variant(r), r.shape_key(), timed ? format_seconds(r.timing.stats.median) : "", noise_cell(r),
-         fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"), fixed_or_blank(r.roofline_pct, "{:.1f}"),
-         verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)});
+  std::vector<std::string> cells{short_variant(r), r.shape_key(), timed ? format_seconds(r.timing.stats.median) : "",
+                                 noise_cell(r), fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"),
+                                 fixed_or_blank(r.roofline_pct, "{:.1f}"), verify_cell(r.verify),
+                                 fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)};
+  if (breakdown) cells.push_back(r.plan.substr(0, r.plan.find(" (")));  // the budget stays in the JSON
+  t.row(std::move(cells));
   for (const auto& c : r.verify.checks)
     if (r.verify.ran && !c.pass) t.line("    FAIL " + check_failure(c));
   if (r.status == CaseStatus::error && !r.reason.empty()) t.line("    error: " + r.reason);
@@ -119,6 +122,7 @@ std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown) 
       t.column("verify");
       t.column("rel-L2", Align::right);
       t.column("status");
+      if (breakdown) t.column("plan");
       for (const auto* r : shown) add_case(t, *r, breakdown);
       out += t.render("  ");
     }

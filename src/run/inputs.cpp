@@ -34,6 +34,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/fnv.h"
 #include "core/half.h"
 
 namespace gdn {
@@ -50,11 +51,7 @@ uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+uint64_t fnv1a(const std::string& s) { return gdn::fnv1a(s, kFnvTruncatedBasis); }
 
 // One independent counter-based stream per (seed, name).
 class Stream {

@@ -112,6 +112,13 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
   };
 
   if (auto why = v.supports(item.shape); !why.empty()) return finish(CaseStatus::skipped, why), true;
+  if (v.plan) {
+    try {
+      r.plan = v.plan(item.shape);
+    } catch (const std::exception& e) {  // a plan override that cannot run this shape
+      return finish(CaseStatus::error, e.what()), true;
+    }
+  }
   std::string why;
   ExecBackend* backend = backends.get(v.backend, why);
   if (!backend) return finish(CaseStatus::skipped, why), true;

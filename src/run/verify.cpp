@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <unordered_map>
 
+#include "core/slot.h"
 #include "core/errors.h"
 #include "run/inputs.h"
 #include "run/runner.h"
@@ -116,9 +117,7 @@ std::vector<TensorCheck> check_step(const Problem& p, const std::vector<Toleranc
   const bool writes_pool = !mtp || s.update_state;
   const int64_t B = s.batch, T = mtp ? s.tokens : 1, HV = s.h_v, V = s.dv, S = int64_t(s.dk) * s.dv;
   const auto& idx_t = p.inputs().at("indices");
-  auto slot_of = [&](int64_t row) {
-    return idx_t.spec.dtype == DType::i32 ? int64_t(idx_t.as<int32_t>()[row]) : idx_t.as<int64_t>()[row];
-  };
+  auto slot_of = [&](int64_t row) { return slot_at(idx_t.data, idx_t.spec.dtype, row); };
   auto heads = heads_of(s, sel);
   auto rows = seqs_of(B, sel);
   std::vector<TensorCheck> out;

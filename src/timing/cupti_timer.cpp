@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "timing/cupti_loader.h"
 #include "timing/kernel_attribution.h"
 

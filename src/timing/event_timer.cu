@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 
 namespace gdn {
 namespace {

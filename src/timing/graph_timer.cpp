@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 
 namespace gdn {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "common/bf16_round.h"
+#include "core/bf16_bits.h"
 #include "core/half.h"
 
 namespace gdn {

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "common/cpu_parallel.h"
+#include "core/slot.h"
+#include "core/parallel_for.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "decode/op.h"
@@ -225,7 +226,7 @@ void check_step(const Shape& s, uint64_t seed = 11) {
 
   std::set<int64_t> named;
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t slot = decode::Args::slot_at(idx.data, idx.spec.dtype, b);
+    const int64_t slot = slot_at(idx.data, idx.spec.dtype, b);
     const int64_t row_elems = T * HV * s.dv;
     if (slot < 0) {  // padding row: o and intermediate exactly zero
       for (int64_t i = b * row_elems; i < (b + 1) * row_elems; ++i) ASSERT_EQ(value_at(o, i), 0.0) << "row " << b;
@@ -418,29 +419,29 @@ TEST(MtpCpu, ThreadCountDoesNotChangeBits) {
 TEST(CpuParallelFor, VisitsEveryTaskOnceWithDenseWorkerIds) {
   for (int requested : {0, 1, 3, 8}) {
     const int64_t tasks = 1000;
-    const int workers = cpu::worker_count(tasks, requested);
+    const int workers = worker_count(tasks, requested);
     ASSERT_GE(workers, 1);
     if (requested > 0) {
       EXPECT_EQ(workers, requested);
     }
     std::vector<std::atomic<int>> seen(tasks);
     std::atomic<bool> bad_worker{false};
-    cpu::parallel_for(tasks, workers, [&](int64_t i, int w) {
+    parallel_for(tasks, workers, [&](int64_t i, int w) {
       seen[size_t(i)].fetch_add(1);
       if (w < 0 || w >= workers) bad_worker = true;
     });
     for (int64_t i = 0; i < tasks; ++i) ASSERT_EQ(seen[size_t(i)].load(), 1) << "task " << i;
     EXPECT_FALSE(bad_worker.load());
   }
-  EXPECT_EQ(cpu::worker_count(2, 16), 2);  // never more workers than tasks
-  EXPECT_EQ(cpu::worker_count(0, 4), 1);
+  EXPECT_EQ(worker_count(2, 16), 2);  // never more workers than tasks
+  EXPECT_EQ(worker_count(0, 4), 1);
   // Tiny tasks share threads: 32 heads of one 128 x 128 decode token fill two workers.
-  EXPECT_EQ(cpu::worker_count(32, 16, 128.0 * 128.0), 2);
-  EXPECT_EQ(cpu::worker_count(32, 16, 1.0), 1);
+  EXPECT_EQ(worker_count(32, 16, 128.0 * 128.0), 2);
+  EXPECT_EQ(worker_count(32, 16, 1.0), 1);
 }
 
 TEST(CpuParallelFor, RethrowsTheFirstError) {
-  EXPECT_THROW(cpu::parallel_for(100, 3,
+  EXPECT_THROW(parallel_for(100, 3,
                                  [](int64_t i, int) {
                                    if (i == 42) throw std::runtime_error("task 42 failed");
                                  }),

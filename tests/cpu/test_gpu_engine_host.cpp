@@ -16,7 +16,7 @@
 #include "test_support.h"
 #include "core/errors.h"
 #include "device/calibrate.h"
-#include "device/cuda_check.h"
+#include "core/cuda_check.h"
 #include "device/info.h"
 #include "run/backend.h"
 #include "timing/cupti_loader.h"

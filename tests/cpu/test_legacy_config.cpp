@@ -1,9 +1,9 @@
-// prefill/sm75_legacy's host-side choices (kernels/common/legacy_config.h): which problems it
+// prefill/sm75_legacy's host-side choices (kernels/prefill/sm75_legacy/config.h): which problems it
 // takes, how it pads K, how many value columns each warp owns and which staging tile it uses,
 // plus the variant's registration and supports() as the runner sees them. No GPU needed.
 #include <gtest/gtest.h>
 
-#include "common/legacy_config.h"
+#include "prefill/sm75_legacy/config.h"
 #include "core/registry.h"
 #include "core/shape.h"
 

@@ -44,14 +44,7 @@ Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout) {
 }
 
 Shape step(OpKind op, int64_t batch, int tokens, int h_qk, int h_v, Layout layout) {
-  Shape s;
-  s.op = op;
-  s.batch = batch;
-  s.tokens = tokens;
-  s.h_qk = h_qk, s.h_v = h_v;
-  s.dk = s.dv = 128;
-  s.layout = layout;
-  return s;
+  return test::step_shape(op, batch, tokens, h_qk, h_v, layout);
 }
 
 template <class F> Case with(std::string label, Shape s, F edit) {

@@ -83,9 +83,10 @@ def shape_key(shape):
     k = f"h{s['h_qk']}/{s['h_v']} d{s['dk']}x{s['dv']}"
     op = s["op"]
     if op == "prefill":
-        k += f" seq={seqlens_label(s['seqlens'])} layout={s['layout']}{'' if s['has_h0'] else ' no_h0'}"
+        k += f" seq={seqlens_label(s['seqlens'])}"
         if len(s["seqlens"]) > 8:
             k += f"#{_fnv_lengths(s['seqlens']):08x}"
+        k += f" layout={s['layout']}{'' if s['has_h0'] else ' no_h0'}"
     else:
         if op == "mtp":
             k += f" T={s['tokens']}"
@@ -107,6 +108,26 @@ def shape_key(shape):
     if s["scale"] > 0:
         k += f" scale={_fmt_double(s['scale'])}"
     return k
+
+
+def check_axes(table):
+    """Checks this module against gdnbench's axis table (the "axes" of `gdnbench plan --json`,
+    src/core/axes.cpp): every shape field the table names has a default here, and each op's default
+    shape is DEFAULTS with that op's own values. Returns a list of mismatches (empty when equal)."""
+    problems = []
+    fields = {"op"} | {name for axis in table["axes"] for name in axis["json"]}
+    for name in sorted(fields ^ set(DEFAULTS)):
+        problems.append(f"field {name}: {'missing here' if name in fields else 'not in the table'}")
+    for op, shape in table["defaults"].items():
+        expected = normalize({"op": op, "layout": OP_LAYOUT[op]})
+        for name, value in shape.items():
+            if expected.get(name) != value:
+                problems.append(f"{op} default {name}: table {value!r}, here {expected.get(name)!r}")
+    return problems
+
+
+# The state layout each op defaults to (kernels/<op>/op.cpp default_shape).
+OP_LAYOUT = {"prefill": "kv", "decode": "vk", "mtp": "vk"}
 
 
 # ---- work model (SPEC section 5) ------------------------------------------------------------

@@ -1,8 +1,10 @@
-// decode/fast and mtp/fast beyond the shared variant suite (test_variants.cpp runs only the tile
-// depth choose_config picks): every depth of both layouts and pool dtypes against the fp64
-// reference, on token counts that need several staging rounds and gates past lane 31, padding
-// rows with the cache, strong decay (the lazy-decay fold) and 32-bit indices; plus the host-side
-// rules (what is supported, which depth is chosen). GPU cases skip without a device.
+// decode/fast and mtp/fast beyond the shared variant suite (test_variants.cpp runs only the plan
+// step::choose picks): every CUDA-core tile depth of both layouts and pool dtypes, and the
+// tensor-core kernels, against the fp64 reference, on token counts that need several staging
+// rounds and gates past lane 31, padding rows with the cache, strong decay (the lazy-decay fold)
+// and 32-bit indices. GPU cases skip without a device; the routing rules are tested on the CPU
+// (tests/cpu/test_step_plan.cpp).
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -10,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "common/step_launch.cuh"
+#include "step/step.h"
+#include "core/errors.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "reference/reference.h"
@@ -24,17 +27,7 @@ namespace {
 
 constexpr uint64_t kSeed = 77031;
 
-Shape step_shape(OpKind op, int64_t batch, int tokens, int h_qk, int h_v, Layout layout, DType state) {
-  Shape s;
-  s.op = op;
-  s.batch = batch;
-  s.tokens = tokens;
-  s.h_qk = h_qk, s.h_v = h_v;
-  s.dk = s.dv = 128;
-  s.layout = layout;
-  s.state_dtype = state;
-  return s;
-}
+using test::step_shape;
 
 struct DepthCase {
   std::string label;
@@ -43,7 +36,7 @@ struct DepthCase {
   bool mma = false;  // the tensor-core kernel (depth unused)
 };
 
-// Every depth launch_step accepts for the op: bf16 kv decode also has depth 4 (decode_kv_kernel).
+// Every depth step::check accepts for the op: bf16 kv decode also has depth 4 (decode_kv).
 std::vector<int> depths_of(OpKind op, Layout layout, DType state) {
   if (layout == Layout::vk) return {1, 2, 4};
   return state == DType::f32 || op == OpKind::decode ? std::vector<int>{2, 4} : std::vector<int>{2};
@@ -211,7 +204,10 @@ class FastDepths : public test::CudaSuite<DepthCase> {};
 TEST_P(FastDepths, MatchesReference) {
   const DepthCase& c = GetParam();
   ASSERT_EQ(op_def(c.shape.op).validate(c.shape), "") << c.shape.key();
-  ASSERT_EQ(fast::step_support(c.shape), "") << c.shape.key();
+  ASSERT_EQ(step::supports(c.shape), "") << c.shape.key();
+  const step::Call call = step::Call::of(c.shape);
+  const step::Plan plan = c.mma ? step::mma_plan(call) : step::cuda_core_plan(call, c.depth);
+  ASSERT_EQ(step::check(plan, call), "") << plan.describe(c.shape.state_dtype);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   const Variant* v = Registry::instance().find(c.shape.op == OpKind::mtp ? "mtp/fast" : "decode/fast");
   ASSERT_NE(v, nullptr);
@@ -219,12 +215,11 @@ TEST_P(FastDepths, MatchesReference) {
 
   Problem p(c.shape, *backend_, kSeed);
   p.reset_device();
-  const decode::Args a = decode::make_args(c.shape, p.device());
-  fast::launch_step(a, fast::StepConfig{c.depth, c.mma}, static_cast<cudaStream_t>(backend_->launch_context().stream));
+  step::launch(c.shape, p.device(), plan, backend_->launch_context().stream);
   backend_->synchronize();
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   p.download();
-  const Verification r = check_outputs(p, effective_tolerances(c.shape, fast::step_fast_tolerances()), {}, 0);
+  const Verification r = check_outputs(p, effective_tolerances(c.shape, step::tolerances()), {}, 0);
   EXPECT_FALSE(r.checks.empty());
   EXPECT_TRUE(r.pass) << c.label << "\n" << test::describe(r);
 }
@@ -232,139 +227,11 @@ TEST_P(FastDepths, MatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Cuda, FastDepths, testing::ValuesIn(depth_cases()),
                          [](const testing::TestParamInfo<DepthCase>& info) { return info.param.label; });
 
-// ---- host-side rules (no device needed) ----------------------------------------------------
-
-TEST(FastStep, SupportsOnlyWhatTheKernelsHandle) {
-  Shape s = step_shape(OpKind::mtp, 2, 64, 2, 4, Layout::vk, DType::bf16);
-  s.dv = 64;
-  EXPECT_EQ(fast::step_support(s), "");
-  Shape f16 = s;
-  f16.input_dtype = DType::f16;
-  EXPECT_NE(fast::step_support(f16), "");
-  Shape k64 = s;
-  k64.dk = 64;
-  EXPECT_NE(fast::step_support(k64), "");
-  Shape v40 = s;
-  v40.dv = 40;
-  EXPECT_NE(fast::step_support(v40), "");
-  Shape t65 = s;
-  t65.tokens = 65;
-  EXPECT_NE(fast::step_support(t65), "");
-}
-
-decode::Args args_of(int64_t batch, int h_v, Layout layout, DType state) {
-  decode::Args a;
-  a.B = batch, a.HV = h_v, a.H = h_v / 2, a.K = a.V = 128;
-  a.layout = layout, a.state_dtype = state;
-  return a;
-}
-
-TEST(FastStep, DepthFollowsTheNumberOfHeads) {
-  using fast::choose_config;
-  // single-token vk calls: decode_vk_kernel
-  EXPECT_TRUE(fast::uses_decode_kernel(args_of(1, 32, Layout::vk, DType::f32)));
-  EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::f32)).depth, 1);
-  EXPECT_EQ(choose_config(args_of(1, 32, Layout::vk, DType::bf16)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(4, 32, Layout::vk, DType::f32)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(8, 32, Layout::vk, DType::f32)).depth, 4);
-  EXPECT_EQ(choose_config(args_of(64, 32, Layout::vk, DType::f32)).depth, 4);
-  EXPECT_EQ(choose_config(args_of(256, 32, Layout::vk, DType::bf16)).depth, 4);
-  // T tokens: the register-resident T-token kernel
-  decode::Args m = args_of(8, 32, Layout::vk, DType::f32);
-  m.T = 4;
-  EXPECT_FALSE(fast::uses_decode_kernel(m));
-  EXPECT_EQ(choose_config(m).depth, 2);
-  m.B = 16;
-  EXPECT_EQ(choose_config(m).depth, 4);
-  EXPECT_EQ(choose_config(args_of(1, 32, Layout::kv, DType::f32)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::f32)).depth, 4);
-  EXPECT_FALSE(fast::uses_decode_kernel(args_of(64, 32, Layout::kv, DType::f32)));
-  // bf16 kv single-token calls: decode_kv_kernel, 4 lanes per K row from 64 heads up
-  EXPECT_TRUE(fast::uses_decode_kernel(args_of(64, 32, Layout::kv, DType::bf16)));
-  EXPECT_EQ(choose_config(args_of(2, 32, Layout::kv, DType::bf16)).depth, 2);
-  EXPECT_EQ(choose_config(args_of(64, 32, Layout::kv, DType::bf16)).depth, 4);
-  EXPECT_FALSE(choose_config(m).mma);
-  // T = 6 and 7 with an fp32 pool: the tensor-core kernels, except T = 6 at 129-1024 pairs
-  m.T = 7;
-  EXPECT_TRUE(choose_config(m).mma);  // 16 x 32 pairs
-  m.T = 6;
-  EXPECT_FALSE(choose_config(m).mma);
-  m.B = 32;  // 1024 pairs
-  EXPECT_FALSE(choose_config(m).mma);
-  m.B = 33;
-  EXPECT_TRUE(choose_config(m).mma);
-  m.B = 4;  // 128 pairs: the plain tensor-core kernel
-  EXPECT_TRUE(choose_config(m).mma);
-  EXPECT_FALSE(fast::uses_pipelined_mma(m));
-  m.state_dtype = DType::bf16, m.T = 7;
-  EXPECT_FALSE(choose_config(m).mma);
-  m.state_dtype = DType::f32, m.T = 5, m.B = 64;
-  EXPECT_FALSE(choose_config(m).mma);
-  m.B = 4;  // 128 pairs: T = 5 on the plain tensor-core kernel
-  EXPECT_TRUE(choose_config(m).mma);
-  EXPECT_FALSE(fast::uses_pipelined_mma(m));
-  m.B = 128, m.T = 7;  // 4096 pairs: pipelined (its TF32 build); T = 8 from 8192 pairs: plain
-  EXPECT_TRUE(fast::uses_pipelined_mma(m));
-  m.T = 8;
-  EXPECT_TRUE(fast::uses_pipelined_mma(m));
-  m.B = 256;
-  EXPECT_FALSE(fast::uses_pipelined_mma(m));
-  m.update_state = false;  // the READ_ONLY build stays pipelined
-  EXPECT_TRUE(fast::uses_pipelined_mma(m));
-  m.update_state = true;
-  m.B = 16;
-  m.T = 8;  // from 8 tokens on: the tensor-core kernel, unless the cache is asked for
-  EXPECT_TRUE(choose_config(m).mma);
-  int cache = 0;
-  m.intermediate = &cache;
-  EXPECT_FALSE(choose_config(m).mma);
-  m.intermediate = nullptr, m.T = 4;
-  // update off without the cache, up to kGramTokens tokens, vk: the read-only kernel
-  m.update_state = false;
-  EXPECT_TRUE(fast::vk_read_only_path(m));
-  m.layout = Layout::kv;
-  EXPECT_FALSE(fast::vk_read_only_path(m));
-  m.layout = Layout::vk;
-  m.T = 5;
-  EXPECT_FALSE(fast::vk_read_only_path(m));
-  // from 5 tokens on, fp32, from kMmaPipelinedMinHeads pairs: the tensor-core READ_ONLY builds
-  EXPECT_TRUE(fast::read_only_mma(m));
-  EXPECT_TRUE(choose_config(m).mma);
-  EXPECT_TRUE(fast::read_only_call(m));
-  m.state_dtype = DType::bf16;
-  EXPECT_FALSE(fast::read_only_mma(m));
-  m.state_dtype = DType::f32, m.B = 2;
-  EXPECT_FALSE(fast::read_only_mma(m));
-  m.B = 8, m.T = 9;
-  EXPECT_FALSE(fast::read_only_call(m));  // two chunks: the first one updates the state
-  m.T = 2, m.intermediate = &cache;
-  EXPECT_FALSE(fast::vk_read_only_path(m));
-  m.intermediate = nullptr, m.update_state = true;
-  EXPECT_FALSE(fast::vk_read_only_path(m));
-  m.T = 4;
-  m.layout = Layout::kv, m.state_dtype = DType::bf16;
-  EXPECT_FALSE(fast::uses_decode_kernel(m));
-  EXPECT_EQ(choose_config(m).depth, 2);
-}
-
-TEST(FastStep, RejectsUnknownDepthsAndSkipsEmptyBatches) {
-  decode::Args a = args_of(1, 32, Layout::vk, DType::f32);
-  EXPECT_THROW(fast::launch_step(a, fast::StepConfig{3}, nullptr), std::runtime_error);
-  a.layout = Layout::kv;
-  EXPECT_THROW(fast::launch_step(a, fast::StepConfig{1}, nullptr), std::runtime_error);
-  a.B = 0;  // nothing to launch, so nothing to fail
-  EXPECT_NO_THROW(fast::launch_step(a, fast::StepConfig{3}, nullptr));
-}
-
-TEST(FastStep, BothVariantsAreRegisteredForAmpereAndNewer) {
-  for (const char* name : {"decode/fast", "mtp/fast"}) {
-    const Variant* v = Registry::instance().find(name);
-    ASSERT_NE(v, nullptr) << name;
-    EXPECT_EQ(v->backend, Backend::cuda);
-    EXPECT_EQ(v->min_arch, 80);
-    EXPECT_FALSE(v->test_only);
-    EXPECT_FALSE(v->tolerances.empty());
-  }
+TEST(FastStep, RefusesPlansNoKernelRuns) {
+  Shape s = step_shape(OpKind::decode, 1, 1, 16, 32, Layout::vk, DType::f32);
+  EXPECT_THROW(step::launch(s, TensorSet{}, step::Plan{step::Kernel::decode_vk, 3}, nullptr), Error);
+  s.layout = Layout::kv;
+  EXPECT_THROW(step::launch(s, TensorSet{}, step::Plan{step::Kernel::tokens_kv, 1}, nullptr), Error);
 }
 
 }  // namespace

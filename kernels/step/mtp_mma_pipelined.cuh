@@ -1,8 +1,8 @@
-// The tensor-core mtp kernel (step_mtp_mma.cuh) with the next tile's loads in flight while this
+// The tensor-core mtp kernel (mtp_mma.cuh) with the next tile's loads in flight while this
 // one computes: persistent warps walk tiles i, i + stride, ...; right after a tile moves from
 // shared memory into registers, cp.async copies of the next tile and of its q/k/v are issued
 // (no registers held). The chunk math is mma_vk::apply_chunk, unchanged (its TF32 form in the
-// update build from kMmaTf32FromHeads pairs on, step_launch.cuh).
+// update build from kMmaTf32FromHeads pairs on, plan.cpp).
 //
 // Why: the tensor-core kernel issues few instructions per tile but waits on long dependent
 // chains (MMA accumulators, the per-token recurrence); one tile per warp leaves the memory system
@@ -11,9 +11,9 @@
 // Shared memory per warp: one tile (16 x K state values) and two token stages of T tokens.
 #pragma once
 
-#include "common/step_mtp_mma.cuh"
+#include "step/mtp_mma.cuh"
 
-namespace gdn::fast {
+namespace gdn::step {
 namespace mma_vk {
 
 template <class TS> __host__ __device__ constexpr int tile_bytes() { return kRows * kHeadK * int(sizeof(TS)); }
@@ -50,20 +50,17 @@ struct SharedTile {
 
 }  // namespace mma_vk
 
-// Registers per thread for MINW resident warps per SM (of 64K, in steps of 8).
-constexpr int pipelined_max_registers(int minw) { return 65536 / (minw * 32) / 8 * 8; }
-
 // T <= kStageTokens (all tokens staged at once; at most 32 gates), no intermediate cache
-// (vk_mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
+// (plan.cpp mma_supported). SPLIT: see apply_chunk (off: fewer registers; the two measure the same).
 // READ_ONLY: the build for read_only_call calls (no state update, nothing stored).
 // MINW: resident warps per SM the registers are budgeted for, by __maxnreg__: with
 // __launch_bounds__(32, 11) ptxas emitted the 168-register code of the 12-warp build (same SASS);
 // with __maxnreg__(184) the update builds take 180-182 registers (docs/notes/decode-mtp.md rounds
 // 63 and 66).
 // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
-template <class TS, class M = InPlaceMem, int W = 1, int MINW = 11, bool SPLIT = false, bool READ_ONLY = false,
+template <class TS, class M = InPlaceMem, int W = 1, int MINW = kMmaPipelinedMinWarps, bool SPLIT = false, bool READ_ONLY = false,
           bool TF32 = false>
-__global__ void __launch_bounds__(W * 32, 1) __maxnreg__(pipelined_max_registers(MINW))
+__global__ void __launch_bounds__(W * 32, 1) __maxnreg__(register_budget(MINW))
     step_vk_mma_pipelined_kernel(const decode::Args a) {
   using namespace mma_vk;
   constexpr int kCopies = tile_bytes<TS>() / 16 / 32;  // 16-byte copies per lane per tile
@@ -133,4 +130,4 @@ __global__ void __launch_bounds__(W * 32, 1) __maxnreg__(pipelined_max_registers
   }
 }
 
-}  // namespace gdn::fast
+}  // namespace gdn::step

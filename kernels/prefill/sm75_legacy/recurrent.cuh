@@ -1,7 +1,7 @@
 // The recurrent prefill forward of prefill/sm75_legacy (SPEC section 1) on CUDA cores only:
 // FFMA and warp shuffles, no tensor-core instructions, built for compute_75 so it runs on every
 // GPU from Turing on. Value columns are independent given k, q and the gate, so the grid
-// splits V finely (see legacy_config.h) and each thread keeps its K/8 x C slice of the state
+// splits V finely (see config.h) and each thread keeps its K/8 x C slice of the state
 // in registers for the whole sequence.
 //
 // Per token, for each column c (k, q already normalised, q scaled; X the stored state):
@@ -19,10 +19,11 @@
 
 #include <cstdint>
 
-#include "common/bf16_round.h"
-#include "common/gdn_device.cuh"
-#include "common/legacy_config.h"
-#include "common/legacy_tile.cuh"
+#include "core/bf16_bits.h"
+#include "core/cuda_check.h"
+#include "common/gdn_math.cuh"
+#include "prefill/sm75_legacy/config.h"
+#include "prefill/sm75_legacy/tile.cuh"
 #include "prefill/op.h"
 
 namespace gdn::legacy {
@@ -321,7 +322,7 @@ template <class In> void launch_k(const prefill::Args& a, const Config& cfg, cud
 inline void launch_prefill(const prefill::Args& a, const Config& cfg, cudaStream_t stream) {
   if (a.input_dtype == DType::f16) launch_k<__half>(a, cfg, stream);
   else launch_k<__nv_bfloat16>(a, cfg, stream);
-  GDN_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace gdn::legacy

@@ -26,14 +26,14 @@
 
 #include "common/ptx/mma_sync_bf16.cuh"
 #include "common/ptx/mma_tf32.cuh"
-#include "common/step_kernel.cuh"
+#include "step/kernel.cuh"
 
-namespace gdn::fast {
+namespace gdn::step {
 namespace mma_vk {
 
 constexpr int kRows = 16;            // state rows per warp: M of the MMA
 constexpr int kSteps = kHeadK / 16;  // k-steps of 16 along K (2 n-tiles of 8 state columns each)
-constexpr int kChunk = 8;            // tokens per chunk: K of the state-update MMA
+constexpr int kChunk = kMmaChunk;    // tokens per chunk: K of the state-update MMA
 // Byte stride of the staged q/k vectors: the 8 vectors of one fragment load sit 256 + 32 bytes
 // apart, on different banks (at the 512-byte stride of Stage they would be an 8-way conflict).
 constexpr int kVecBytes = kHeadK * 2 + 32;
@@ -128,7 +128,7 @@ template <class TS> struct Tile {
 // (|x - big| <= 2^-9 |x| exactly in fp32, rounded again), so the pair carries x to 2^-18 |x|.
 __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& big, uint32_t& rest) {
   big = pack_bf16x2(x0, x1);
-  rest = pack_bf16x2(x0 - lo_bf16(big), x1 - hi_bf16(big));
+  rest = pack_bf16x2(x0 - bf16_lo(big), x1 - bf16_hi(big));
 }
 
 // The TF32 form (see apply_chunk): x = big + rest with big = x truncated to TF32 and rest = x - big
@@ -165,7 +165,7 @@ template <int N> __device__ __forceinline__ void lds_words(const uint16_t* p, ui
 // UPDATE: step 3 runs (off: nothing reads the state after the chunk, see read_only_call).
 // TF32: the same math on TF32 m16n8k8 MMAs, one per n-tile (k-step of 8) and operand half: twice
 // the tensor-core time, but the pipelined kernel's update build measures 1-3 % faster with it from
-// kMmaTf32FromHeads pairs on (step_launch.cuh). The n-tile accumulators are its A fragments
+// kMmaTf32FromHeads pairs on (plan.cpp). The n-tile accumulators are its A fragments
 // permuted (a0 = c0, a1 = c2, a2 = c1, a3 = c3), and lane t's word y of a k-step holds the
 // n-tile's K columns 2t, 2t + 1 as TF32 rows t, t + 4.
 template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true, bool TF32 = false>
@@ -274,12 +274,12 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     for (int p = 1; p < NG; ++p) gram[i] += gpart[p][i];
   }
 
-  // ---- Norms of the chunk's tokens (SPEC section 1: 1 / sqrt(x.x + 1e-6), scale folded into rq)
+  // ---- Norms of the chunk's tokens (SPEC section 1: 1 / sqrt(x.x + eps), scale folded into rq)
   // from the Gram diagonals: lane (g, t = g / 2) holds column g of row g in gram[g % 2]; for
   // NT == 2 q.q is row g + 8 of qpart, for NT == 1 rows and columns are [k_0..3, q_0..3].
   if (t == (g >> 1)) {
     const bool y = g & 1;  // selects, not a dynamic index (that would put the arrays in local memory)
-    auto r = [&](float xx) { return a.l2norm ? rsqrtf(xx + 1e-6f) : 1.f; };
+    auto r = [&](float xx) { return a.l2norm ? rsqrtf(xx + kL2NormEpsF) : 1.f; };
     const float diag = y ? gram[1] : gram[0];
     if constexpr (NT == 2) {
       if (g < C) nrm[g] = make_float2(r(diag), r(y ? qpart[3] : qpart[2]) * a.scale);
@@ -333,7 +333,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float dk = __shfl_sync(kFull, x[0][r][m & 1], src);
-      d[r] = gb[m] * (bf16_bits_to_f32(vs[m * kRows + g + 8 * r]) - ga[m] * dk);
+      d[r] = gb[m] * (bf16_lo(vs[m * kRows + g + 8 * r]) - ga[m] * dk);
       if (m < 4 && t == m) wd[0][r] = d[r];
       if (m >= 4 && t == m - 4) wd[1][r] = d[r];
     }
@@ -447,15 +447,11 @@ __device__ __forceinline__ void zero_o(const decode::Args& a, const WarpTask& w,
 
 }  // namespace mma_vk
 
-// Whether a call only reads the state within one chunk (update_state off, T <= kChunk; the
-// tensor-core kernels take no cache): the READ_ONLY builds skip the state update (step 3).
-inline bool read_only_call(const decode::Args& a) { return !a.update_state && a.T <= mma_vk::kChunk; }
-
 // K = 128, V % 16 == 0, bf16 q/k/v, fp32 or bf16 (uint16_t) pool, T in 1..64, no intermediate
 // cache. Grid: one warp per (row, value head, 16 rows), W warps per block, no block barriers.
 // MINW: resident warps per SM to budget registers for (12: 168 registers, 16: 128). READ_ONLY:
 // the build for read_only_call calls.
-template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true, bool READ_ONLY = false>
+template <class TS, class M = InPlaceMem, int W = 4, int MINW = kMmaMinWarps, bool SPLIT = true, bool READ_ONLY = false>
 __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const decode::Args a) {
   using namespace mma_vk;
   extern __shared__ uint4 smem_raw[];
@@ -495,21 +491,4 @@ __global__ void __launch_bounds__(W * 32, MINW / W) step_vk_mma_kernel(const dec
   }
 }
 
-// The shapes step_vk_mma_kernel handles.
-inline bool vk_mma_supported(const decode::Args& a) {
-  return a.layout == Layout::vk && a.K == kHeadK && a.V % mma_vk::kRows == 0 && a.T >= 1 && a.T <= 64 &&
-         a.intermediate == nullptr && (a.state_dtype == DType::f32 || a.state_dtype == DType::bf16);
-}
-
-// Enqueues step_vk_mma_kernel for a vk problem (TS = float or uint16_t, matching a.state_dtype).
-template <class TS, class M = InPlaceMem, int W = 4, int MINW = 12, bool SPLIT = true>
-void launch_vk_mma(const decode::Args& a, cudaStream_t st) {
-  if (a.B == 0) return;
-  const int64_t warps = a.B * a.HV * (a.V / mma_vk::kRows);
-  const int tc = a.T < kStageTokens ? a.T : kStageTokens;
-  const unsigned blocks = unsigned((warps + W - 1) / W), smem = W * mma_vk::stage_bytes(tc);
-  if (read_only_call(a)) step_vk_mma_kernel<TS, M, W, MINW, SPLIT, true><<<blocks, W * 32, smem, st>>>(a);
-  else step_vk_mma_kernel<TS, M, W, MINW, SPLIT><<<blocks, W * 32, smem, st>>>(a);
-}
-
-}  // namespace gdn::fast
+}  // namespace gdn::step

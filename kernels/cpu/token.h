@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "common/step_args.h"
+#include "common/gate_args.h"
 #include "core/half.h"
 #include "core/types.h"
 
@@ -29,12 +29,12 @@ inline void store_half_row(DType d, const float* src, int n, uint16_t* dst) {
   }
 }
 
-// x <- x * factor / sqrt(sum(x^2) + 1e-6) when `normalize`, else x <- x * factor.
+// x <- x * factor / sqrt(sum(x^2) + eps) when `normalize`, else x <- x * factor.
 inline void normalize_and_scale(float* x, int n, bool normalize, float factor) {
   if (normalize) {
     float sum = 0.f;
     for (int i = 0; i < n; ++i) sum += x[i] * x[i];
-    factor /= std::sqrt(sum + 1e-6f);
+    factor /= std::sqrt(sum + kL2NormEpsF);
   }
   for (int i = 0; i < n; ++i) x[i] *= factor;
 }

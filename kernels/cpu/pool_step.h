@@ -14,10 +14,11 @@
 #include <cstring>
 #include <vector>
 
-#include "common/cpu_parallel.h"
-#include "common/cpu_scratch.h"
-#include "common/cpu_state.h"
-#include "common/cpu_token.h"
+#include "core/slot.h"
+#include "core/parallel_for.h"
+#include "cpu/scratch.h"
+#include "cpu/state.h"
+#include "cpu/token.h"
 #include "decode/op.h"
 
 namespace gdn::cpu {
@@ -105,7 +106,7 @@ inline bool updates_in_place(const decode::Args& a) { return a.state_dtype == DT
 
 inline void pool_step_task(const PoolStepTask& task, DType input_dtype, PoolStepWorker& w) {
   const auto& a = task.a;
-  const int64_t slot = decode::Args::slot_at(a.indices, a.index_dtype, task.b);
+  const int64_t slot = slot_at(a.indices, a.index_dtype, task.b);
   if (slot < 0) return zero_padding_row(task);  // padding row: touches no slot
 
   char* state = task.state(a.pool, slot);

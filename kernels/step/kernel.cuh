@@ -24,9 +24,9 @@
 // operations per element (two dots, one update) instead of four.
 #pragma once
 
-#include "common/step_device.cuh"
+#include "step/device.cuh"
 
-namespace gdn::fast {
+namespace gdn::step {
 
 // Which (row b, value head h, tile) this warp works on; false for warps past the end.
 struct WarpTask {
@@ -35,10 +35,7 @@ struct WarpTask {
   int64_t slot = -1;
 };
 // The slot of batch row b (-1 = padding).
-__device__ __forceinline__ int64_t slot_of(const decode::Args& a, int64_t b) {
-  return a.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(a.indices)[b])
-                                     : static_cast<const int64_t*>(a.indices)[b];
-}
+__device__ __forceinline__ int64_t slot_of(const decode::Args& a, int64_t b) { return slot_at(a.indices, a.index_dtype, b); }
 // Tile i of `tiles` per (row, value head), rows outermost; the slot is left for the caller.
 // Warp ids are 32-bit (step_support caps the number of tiles): 64-bit division is a long
 // software sequence, and it sits before the slot load on every warp's critical path.
@@ -234,7 +231,7 @@ constexpr int kVkStageTokens = 8;
 // are only freed when its last warp is done (H200, B = 128, T = 4: 139 us with 1 warp per block,
 // 140 with 2, 142 with 4, 150 with 8 warps sharing one stage; docs/notes/decode-mtp.md).
 // MINW: resident warps per SM to budget registers for (16: 128 registers).
-template <class TS, int ROWS, class M = InPlaceMem, int MINW = 16>
+template <class TS, int ROWS, class M = InPlaceMem, int MINW = kTokensVkMinWarps>
 __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a) {
   using Tile = VkTile<TS, ROWS>;
   extern __shared__ uint4 smem_raw[];
@@ -395,4 +392,4 @@ __global__ void __launch_bounds__(W * 32) step_kv_kernel(const decode::Args a) {
   if (a.update_state) store_state(pool, lazy.c);
 }
 
-}  // namespace gdn::fast
+}  // namespace gdn::step

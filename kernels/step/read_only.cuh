@@ -9,20 +9,19 @@
 // one (row, value head) one after the other and stages the tokens, their norms and the Gram
 // table once for all of them (docs/notes/decode-mtp.md, seventh and eighth sessions). From 5
 // tokens on the tensor-core kernels take read-only calls, without their state update
-// (read_only_mma in step_launch.cuh, read_only_call in step_mtp_mma.cuh).
+// (step/plan.cpp: uses_mma, read_only_call).
 #pragma once
 
 #include <type_traits>
 
-#include "common/step_kernel.cuh"
+#include "step/kernel.cuh"
 
-namespace gdn::fast {
+namespace gdn::step {
 
 // The Gram table for n <= kGramTokens staged tokens (fp32 k^ and q^ of a finished Stage):
 // k_r.k_t (r < t) at gram[t * kGramTokens + r] and k_r.q_t (r <= t) at gram[r * kGramTokens + t];
 // entries of absent tokens are 0. Each lane multiplies its 4 of the K values of every pair, one
 // transposing butterfly sums all 16 products.
-constexpr int kGramTokens = 4;
 constexpr int kGramBytes = kGramTokens * kGramTokens * 4;
 __device__ __forceinline__ void stage_gram(const Stage& st, int n, float* gram, int lane) {
   float k[kGramTokens][4], q[kGramTokens][4];
@@ -49,11 +48,6 @@ __device__ __forceinline__ void stage_gram(const Stage& st, int n, float* gram, 
   const float sum = transpose_sum32x16(x, lane);
   if ((lane & 1) == 0) gram[lane >> 1] = sum;
   __syncwarp();
-}
-
-// Whether a call takes step_vk_read_only_kernel.
-__host__ __device__ inline bool vk_read_only_path(const decode::Args& a) {
-  return a.layout == Layout::vk && !a.update_state && a.intermediate == nullptr && a.T <= kGramTokens;
 }
 
 // The dots of the tile's starting state with the n staged tokens (VkTile::dots): mine[t] is this
@@ -152,4 +146,4 @@ __global__ void __launch_bounds__(32, MINW) step_vk_read_only_kernel(const decod
   for (int i = 1; i < TILES; ++i) tile_at(i, std::false_type{});
 }
 
-}  // namespace gdn::fast
+}  // namespace gdn::step

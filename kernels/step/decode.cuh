@@ -7,17 +7,16 @@
 // The decay is applied eagerly (a single token gains nothing from the lazy form).
 #pragma once
 
-#include "common/step_kernel.cuh"
+#include "step/kernel.cuh"
 
-namespace gdn::fast {
+namespace gdn::step {
 
-// Resident warps per SM the register budget is set for: 20 (<= 96 registers) where the tile
-// allows, 16 for the 4-deep fp32 tile. A bf16 tile at 102 registers runs 16 warps and 8-17 %
-// slower than at 96 (H200, B = 128..512).
-template <class TS> constexpr int decode_vk_min_warps(int rows) { return sizeof(TS) == 2 || rows <= 2 ? 20 : 16; }
-
+// Resident warps per SM the register budget is set for (plan.h decode_vk_min_warps): 20 (<= 96
+// registers) where the tile allows, 16 for the 4-deep fp32 tile. A bf16 tile at 102 registers
+// runs 16 warps and 8-17 % slower than at 96 (H200, B = 128..512).
 template <class TS, int ROWS, class M = InPlaceMem, int W = kWarps>
-__global__ void __launch_bounds__(W * 32, decode_vk_min_warps<TS>(ROWS) / W) decode_vk_kernel(const decode::Args a) {
+__global__ void __launch_bounds__(W * 32, decode_vk_min_warps(sizeof(TS) == 2, ROWS) / W)
+    decode_vk_kernel(const decode::Args a) {
   using G = VkGeom<TS, ROWS>;
   using C = typename G::C;
   constexpr int LPR = G::LPR, E = G::E, KPL = G::KPL, NC = G::NC, RPI = G::RPI, RPW = G::RPW;
@@ -45,7 +44,7 @@ __global__ void __launch_bounds__(W * 32, decode_vk_min_warps<TS>(ROWS) / W) dec
   for (int r = 0; r < ROWS; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c) raw[r][c] = M::load16(pool + elem(r, c));
-  const TokenGate g = gate_of(a.gate, gate_in);
+  const TokenGate g = token_gate(a.gate, gate_in);
 
   st.finish(1, a.l2norm, a.scale, lane);
   float kf[KPL], qf[KPL];
@@ -88,7 +87,7 @@ __global__ void __launch_bounds__(W * 32, decode_vk_min_warps<TS>(ROWS) / W) dec
 // lanes holding the same columns.
 // At least 12 warps per SM (<= 168 registers): left alone, ptxas keeps the bf16 tile widened (230).
 template <class TS, int LPK, class M = InPlaceMem, int W = kWarps>
-__global__ void __launch_bounds__(W * 32, 12 / W) decode_kv_kernel(const decode::Args a) {
+__global__ void __launch_bounds__(W * 32, kDecodeKvMinWarps / W) decode_kv_kernel(const decode::Args a) {
   using G = KvGeom<TS, LPK>;
   using C = typename G::C;
   constexpr int E = G::E, CW = G::CW, NR = G::NR;
@@ -114,7 +113,7 @@ __global__ void __launch_bounds__(W * 32, 12 / W) decode_kv_kernel(const decode:
   uint4 raw[NR];
 #pragma unroll
   for (int i = 0; i < NR; ++i) raw[i] = M::load16(pool + elem(i));
-  const TokenGate g = gate_of(a.gate, gate_in);
+  const TokenGate g = token_gate(a.gate, gate_in);
 
   st.finish(1, a.l2norm, a.scale, lane);
   float kr[NR], qr[NR];
@@ -159,4 +158,4 @@ __global__ void __launch_bounds__(W * 32, 12 / W) decode_kv_kernel(const decode:
   if (rg == 0) store_bf16<E>(o + cl * E, out);
 }
 
-}  // namespace gdn::fast
+}  // namespace gdn::step

@@ -11,8 +11,8 @@
 
 #include <cstdint>
 
-#include "common/gdn_device.cuh"
-#include "common/legacy_config.h"
+#include "common/gdn_math.cuh"
+#include "prefill/sm75_legacy/config.h"
 #include "prefill/op.h"
 
 namespace gdn::legacy {
@@ -29,13 +29,8 @@ template <int KP, int BC, int TS> struct TileSmem {
   int fast;             // the tile's path: P >= kFastMinDecay for every token
 };
 
-// Raw 16-bit patterns to fp32 for the two input types.
-template <class In> __device__ __forceinline__ float lo16(uint32_t w);
-template <class In> __device__ __forceinline__ float hi16(uint32_t w);
-template <> __device__ __forceinline__ float lo16<__nv_bfloat16>(uint32_t w) { return __uint_as_float(w << 16); }
-template <> __device__ __forceinline__ float hi16<__nv_bfloat16>(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-template <> __device__ __forceinline__ float lo16<__half>(uint32_t w) { return __half2float(__ushort_as_half(uint16_t(w))); }
-template <> __device__ __forceinline__ float hi16<__half>(uint32_t w) { return __half2float(__ushort_as_half(uint16_t(w >> 16))); }
+using dev::hi16;
+using dev::lo16;
 
 // Where a block sits: one (sequence, value head, column block).
 struct BlockPlace {
@@ -99,8 +94,8 @@ template <class In, int KP, int W, int C, int TS> struct TilePrefetch {
         gx = __ldg(a.gate.g + i);
         gy = __ldg(a.gate.beta + i);
       } else {
-        gx = dev::bf16_bits_to_float(__ldg(a.gate.a + i));
-        gy = dev::bf16_bits_to_float(__ldg(a.gate.b + i));
+        gx = dev::bf16_lo(__ldg(a.gate.a + i));
+        gy = dev::bf16_lo(__ldg(a.gate.b + i));
       }
     }
   }
@@ -134,8 +129,8 @@ template <class In, int KP, int W, int C, int TS> struct TilePrefetch {
         ssk += __shfl_xor_sync(0xffffffffu, ssk, m);
         dot += __shfl_xor_sync(0xffffffffu, dot, m);
       }
-      const float rq = a.l2norm ? rsqrtf(ssq + 1e-6f) : 1.f;
-      const float rk = a.l2norm ? rsqrtf(ssk + 1e-6f) : 1.f;
+      const float rq = a.l2norm ? rsqrtf(ssq + kL2NormEpsF) : 1.f;
+      const float rk = a.l2norm ? rsqrtf(ssk + kL2NormEpsF) : 1.f;
       const float sq = rq * a.scale;
 #pragma unroll
       for (int i = 0; i < kRowChunks; ++i) {
@@ -163,8 +158,8 @@ template <class In, int KP, int W, int C, int TS> struct TilePrefetch {
       if (a.gate.form == GateForm::log) {
         g = gx, beta = gy;
       } else {
-        g = raw.neg_a * dev::softplus(gx + raw.dt_bias);
-        beta = 1.f / (1.f + expf(-gy));
+        g = dev::raw_log_decay(raw.neg_a, gx, raw.dt_bias);
+        beta = dev::sigmoid(gy);
       }
     }
     float cum = g;

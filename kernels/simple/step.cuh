@@ -8,15 +8,14 @@
 
 #include <string>
 
-#include "common/state_tile.cuh"
+#include "simple/state_tile.cuh"
+#include "core/cuda_check.h"
 #include "core/registry.h"
+#include "core/slot.h"
 #include "decode/op.h"
 
-namespace gdn::dev {
+namespace gdn::simple {
 
-__device__ __forceinline__ int64_t pool_slot(const void* indices, DType d, int64_t row) {
-  return d == DType::i32 ? int64_t(static_cast<const int32_t*>(indices)[row]) : static_cast<const int64_t*>(indices)[row];
-}
 
 template <class In, class S> __global__ void __launch_bounds__(kThreads) step_simple_kernel(decode::Args a) {
   __shared__ TileSmem sm;
@@ -31,11 +30,11 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) step_si
   In* o = reinterpret_cast<In*>(a.o);
   S* intermediate = static_cast<S*>(a.intermediate);
 
-  const int64_t slot = pool_slot(a.indices, a.index_dtype, b);
+  const int64_t slot = slot_at(a.indices, a.index_dtype, b);
   if (slot < 0) {  // padding row: zero outputs, leave the pool alone
     for (int t = 0; t < a.T; ++t) {
       const int64_t row = b * a.T + t;
-      if (threadIdx.x < tile.cols) o[(row * a.HV + h) * a.V + tile.v0 + threadIdx.x] = from_float<In>(0.f);
+      if (threadIdx.x < tile.cols) o[(row * a.HV + h) * a.V + tile.v0 + threadIdx.x] = dev::from_float<In>(0.f);
       if (intermediate) store_zero_tile(intermediate + (row * a.HV + h) * head_elems, tile);
     }
     return;
@@ -51,7 +50,7 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) step_si
     load_token(sm, q + qk_row, k + qk_row, v + v_row, tile);
     __syncthreads();
     const float out = recurrent_step(sm, a.K, gate_at(a.gate, row, a.HV, h), a.l2norm, a.scale);
-    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = from_float<In>(out);
+    if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = dev::from_float<In>(out);
     if (intermediate) store_state_tile(sm, intermediate + (row * a.HV + h) * head_elems, tile);
   }
   if (a.update_state) store_state_tile(sm, state, tile);
@@ -75,7 +74,7 @@ inline void step_simple_launch(const Shape& s, const TensorSet& t, const LaunchC
   auto stream = static_cast<cudaStream_t>(ctx.stream);
   if (s.input_dtype == DType::f16) launch_step_simple<__half>(a, grid, stream);
   else launch_step_simple<__nv_bfloat16>(a, grid, stream);
-  GDN_CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaGetLastError());
 }
 
-}  // namespace gdn::dev
+}  // namespace gdn::simple

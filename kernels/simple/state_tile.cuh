@@ -6,10 +6,10 @@
 
 #include <cstdint>
 
-#include "common/gdn_device.cuh"
+#include "common/gdn_math.cuh"
 #include "core/types.h"
 
-namespace gdn::dev {
+namespace gdn::simple {
 
 constexpr int kTileV = 32;                 // value columns per block, one per lane
 constexpr int kWarps = 8;                  // warps per block
@@ -56,7 +56,7 @@ template <class F> __device__ __forceinline__ void for_each_tile_element(const T
 // Loads the tile of one head's state (nullptr = zero state); columns past `cols` are zeroed.
 template <class S> __device__ void load_state_tile(TileSmem& sm, const S* head, const TileGeom& t) {
   for_each_tile_element(t, [&](int i, int j) {
-    sm.state[i][j] = (head != nullptr && j < t.cols) ? to_float(head[state_offset(t, i, j)]) : 0.f;
+    sm.state[i][j] = (head != nullptr && j < t.cols) ? dev::to_float(head[state_offset(t, i, j)]) : 0.f;
   });
   __syncthreads();
 }
@@ -64,14 +64,19 @@ template <class S> __device__ void load_state_tile(TileSmem& sm, const S* head, 
 // Writes the tile back (rounded to S). Call after a __syncthreads() that follows the last update.
 template <class S> __device__ void store_state_tile(const TileSmem& sm, S* head, const TileGeom& t) {
   for_each_tile_element(t, [&](int i, int j) {
-    if (j < t.cols) head[state_offset(t, i, j)] = from_float<S>(sm.state[i][j]);
+    if (j < t.cols) head[state_offset(t, i, j)] = dev::from_float<S>(sm.state[i][j]);
   });
 }
 
 template <class S> __device__ void store_zero_tile(S* head, const TileGeom& t) {
   for_each_tile_element(t, [&](int i, int j) {
-    if (j < t.cols) head[state_offset(t, i, j)] = from_float<S>(0.f);
+    if (j < t.cols) head[state_offset(t, i, j)] = dev::from_float<S>(0.f);
   });
+}
+
+// The gate of token row `row`, value head h: g (<= 0) and beta.
+__device__ __forceinline__ dev::Gate gate_at(const GateArgs& ga, int64_t row, int HV, int h) {
+  return dev::gate_of(ga, dev::load_gate(ga, row, h, HV));
 }
 
 // Stages one token's q and k (K values of the q/k head) and this tile's v columns in shared
@@ -80,20 +85,20 @@ template <class In>
 __device__ __forceinline__ void load_token(TileSmem& sm, const In* q, const In* k, const In* v, const TileGeom& t) {
   const int i = threadIdx.x;
   if (i < t.K) {
-    sm.q[i] = to_float(q[i]);
-    sm.k[i] = to_float(k[i]);
+    sm.q[i] = dev::to_float(q[i]);
+    sm.k[i] = dev::to_float(k[i]);
   }
-  if (i < kTileV) sm.v[i] = i < t.cols ? to_float(v[t.v0 + i]) : 0.f;
+  if (i < kTileV) sm.v[i] = i < t.cols ? dev::to_float(v[t.v0 + i]) : 0.f;
 }
 
 // One token on the tile: decay, predict, delta, update, output. Returns scale * (S^T q)[lane]
 // from the updated state (the same value in every warp). Ends with a __syncthreads(), after
 // which the updated tile may be stored and the next token loaded.
-__device__ __forceinline__ float recurrent_step(TileSmem& sm, int K, Gate gate, bool l2norm, float scale) {
+__device__ __forceinline__ float recurrent_step(TileSmem& sm, int K, dev::Gate gate, bool l2norm, float scale) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // Every warp computes both norms itself (bit-identical results), which saves a barrier.
-  const float inv_q = l2norm ? inv_l2norm(sm.q, K) : 1.f;
-  const float inv_k = l2norm ? inv_l2norm(sm.k, K) : 1.f;
+  const float inv_q = l2norm ? dev::inv_l2norm(sm.q, K) : 1.f;
+  const float inv_k = l2norm ? dev::inv_l2norm(sm.k, K) : 1.f;
   const float decay = expf(gate.g);
 
   float p = 0.f;
@@ -125,4 +130,4 @@ __device__ __forceinline__ float recurrent_step(TileSmem& sm, int K, Gate gate, 
   return scale * out;
 }
 
-}  // namespace gdn::dev
+}  // namespace gdn::simple

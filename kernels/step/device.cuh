@@ -1,6 +1,6 @@
-// Device helpers of the bandwidth-bound decode/mtp kernels (step_kernel.cuh): bf16 bits <-> fp32,
-// 16-byte state chunks, lane-group sums, the gate of SPEC section 1, per-warp staging of the token
-// inputs (and their norms) in shared memory. C++17, CUDA sm_80+.
+// Device helpers of the bandwidth-bound decode/mtp kernels (kernel.cuh): 16-byte state chunks,
+// lane-group sums, the gate as the kernels use it, per-warp staging of the token inputs (and their
+// norms) in shared memory. C++17, CUDA sm_80+.
 #pragma once
 
 #include <cuda/annotated_ptr>
@@ -9,26 +9,24 @@
 
 #include <cstdint>
 
+#include "common/gdn_math.cuh"
 #include "common/ptx/cp_async.cuh"
+#include "core/slot.h"
 #include "decode/op.h"
+#include "step/plan.h"
 
-namespace gdn::fast {
+namespace gdn::step {
 
-constexpr int kHeadK = 128;      // the head size K these kernels are written for
-constexpr int kWarps = 4;        // warps per block; every warp works on its own tile, no block barriers
+constexpr int kWarps = kBlockWarps;  // warps per block; every warp works on its own tile, no block barriers
 constexpr int kStageTokens = 16; // tokens whose q/k/v are staged in shared memory at a time
 constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ float bf16_bits_to_f32(uint32_t bits16) { return __uint_as_float(bits16 << 16); }
-__device__ __forceinline__ float lo_bf16(uint32_t w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float hi_bf16(uint32_t w) { return __uint_as_float(w & 0xffff0000u); }
-__device__ __forceinline__ uint16_t f32_to_bf16_bits(float x) {
-  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
-}
-__device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
-  const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
-  return (uint32_t(__bfloat16_as_ushort(p.y)) << 16) | __bfloat16_as_ushort(p.x);
-}
+using dev::bf16_hi;
+using dev::bf16_lo;
+using dev::f32_to_bf16_bits;
+using dev::GateIn;
+using dev::load_gate;
+using dev::pack_bf16x2;
 
 // N consecutive bf16 values (N = 4 or 8, 8- or 16-byte aligned) widened to fp32.
 template <int N> __device__ __forceinline__ void load_bf16(const uint16_t* p, float* x) {
@@ -42,7 +40,7 @@ template <int N> __device__ __forceinline__ void load_bf16(const uint16_t* p, fl
     w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
   }
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) x[2 * i] = lo_bf16(w[i]), x[2 * i + 1] = hi_bf16(w[i]);
+  for (int i = 0; i < N / 2; ++i) x[2 * i] = bf16_lo(w[i]), x[2 * i + 1] = bf16_hi(w[i]);
 }
 
 // N consecutive fp32 values (N = 4 or 8, 16-byte aligned) of shared memory.
@@ -62,10 +60,10 @@ __device__ __forceinline__ void store16(void* p, uint4 v) { *reinterpret_cast<ui
 // The state access policy of the kernels: a template parameter, so that access hints can be
 // measured against each other without copies of the kernels (docs/notes/decode-mtp.md).
 // copy16_async: the same load as an asynchronous copy into shared memory (the pipelined
-// tensor-core kernel, step_mtp_mma_pipelined.cuh).
+// tensor-core kernel, mtp_mma_pipelined.cuh).
 struct PlainMem {
-  __device__ static uint4 load16(const void* p) { return gdn::fast::load16(p); }
-  __device__ static void store16(void* p, uint4 v) { gdn::fast::store16(p, v); }
+  __device__ static uint4 load16(const void* p) { return gdn::step::load16(p); }
+  __device__ static void store16(void* p, uint4 v) { gdn::step::store16(p, v); }
   __device__ static void copy16_async(void* smem, const void* p) { __pipeline_memcpy_async(smem, p, 16); }
 };
 
@@ -108,7 +106,7 @@ template <> struct Chunk<uint16_t> {
   __device__ static void widen(uint4 u, float* x) {
     const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) x[2 * i] = lo_bf16(w[i]), x[2 * i + 1] = hi_bf16(w[i]);
+    for (int i = 0; i < 4; ++i) x[2 * i] = bf16_lo(w[i]), x[2 * i + 1] = bf16_hi(w[i]);
   }
   __device__ static uint4 narrow(const float* x) {
     return make_uint4(pack_bf16x2(x[0], x[1]), pack_bf16x2(x[2], x[3]), pack_bf16x2(x[4], x[5]),
@@ -160,29 +158,15 @@ __device__ __forceinline__ float transpose_sum32x16(float (&x)[16], int lane) {
   return x[0] + __shfl_xor_sync(kFull, x[0], 1);
 }
 
-// The gate of one token, in two steps: load_gate issues the loads (early, so that they return
-// with the slot index), gate_of does the math (later, while the state loads are in flight). The
-// raw form's exp/log1p chain is ~0.3 us of dependent latency that is otherwise exposed at B = 1.
+// The gate of one token as the kernels use it: exp(g) and beta. dev::load_gate issues the loads
+// early (they return with the slot index), token_gate does the math later, while the state loads are
+// in flight: the raw form's exp/log1p chain is ~0.3 us of dependent latency, exposed at B = 1.
 struct TokenGate {
   float decay = 1.f, beta = 0.f;
 };
-// The loaded words are kept as they arrive (no conversion or select at load time): an operation
-// on a register whose load is in flight waits for the load, and these are read much later.
-struct GateIn {
-  uint32_t x = 0, y = 0;             // log form: g, beta (fp32 bits); raw form: a, b (bf16 bits)
-  float A_log = 0.f, dt_bias = 0.f;  // raw form only
-};
-__device__ __forceinline__ GateIn load_gate(const GateArgs& ga, int64_t row, int h, int HV) {
-  const int64_t i = row * HV + h;
-  if (ga.form == GateForm::log) return {__float_as_uint(ga.g[i]), __float_as_uint(ga.beta[i]), 0.f, 0.f};
-  return {ga.a[i], ga.b[i], ga.A_log[h], ga.dt_bias[h]};
-}
-// exp(g) and beta (SPEC section 1).
-__device__ __forceinline__ TokenGate gate_of(const GateArgs& ga, const GateIn& in) {
+__device__ __forceinline__ TokenGate token_gate(const GateArgs& ga, const GateIn& in) {
   if (ga.form == GateForm::log) return {expf(__uint_as_float(in.x)), __uint_as_float(in.y)};
-  const float x = bf16_bits_to_f32(in.x) + in.dt_bias;
-  const float softplus = x > 20.f ? x : log1pf(expf(x));
-  return {expf(-expf(in.A_log) * softplus), 1.f / (1.f + expf(-bf16_bits_to_f32(in.y)))};
+  return {expf(dev::raw_log_decay(-expf(in.A_log), bf16_lo(in.x), in.dt_bias)), dev::sigmoid(bf16_lo(in.y))};
 }
 
 // Gates of tokens `lane` and `lane + 32` (T <= 64), read at once so later tokens cost no latency;
@@ -208,8 +192,8 @@ __device__ __forceinline__ WarpGateIn load_gate_inputs(const decode::Args& a, in
 template <bool HI = true>
 __device__ __forceinline__ WarpGates gates_of(const decode::Args& a, const WarpGateIn& in, int lane) {
   WarpGates w;
-  if (lane < a.T) w.lo = gate_of(a.gate, in.lo);
-  if (HI && lane + 32 < a.T) w.hi = gate_of(a.gate, in.hi);
+  if (lane < a.T) w.lo = token_gate(a.gate, in.lo);
+  if (HI && lane + 32 < a.T) w.hi = token_gate(a.gate, in.hi);
   return w;
 }
 __device__ __forceinline__ WarpGates load_gates(const decode::Args& a, int64_t b, int h, int lane) {
@@ -293,7 +277,7 @@ struct Stage {
   __device__ const float* k32(int j) const { return kq32 + j * 2 * kHeadK; }
   __device__ const float* q32(int j) const { return kq32 + j * 2 * kHeadK + kHeadK; }
   __device__ float kq(int j) const { return norms[j].z; }
-  __device__ float v_at(int j, int i) const { return bf16_bits_to_f32(v[j * w + i]); }
+  __device__ float v_at(int j, int i) const { return bf16_lo(v[j * w + i]); }
 
   // Asynchronous copies (no registers held) of tokens [t0, t0 + n) of row b: q and k of q/k
   // head hk and v[h][v0, v0 + w) (w a multiple of 4, v0 too). Wait with finish().
@@ -320,8 +304,8 @@ struct Stage {
     __syncwarp();
     const TokenSums t = token_sums(n, [&](int j) { return k(j); }, [&](int j) { return q(j); }, lane);
     if (t.token >= 0) {
-      const float rk = l2norm ? rsqrtf(t.kk + 1e-6f) : 1.f;
-      const float rq = (l2norm ? rsqrtf(t.qq + 1e-6f) : 1.f) * scale;
+      const float rk = l2norm ? rsqrtf(t.kk + kL2NormEpsF) : 1.f;
+      const float rq = (l2norm ? rsqrtf(t.qq + kL2NormEpsF) : 1.f) * scale;
       norms[t.token] = make_float4(rk, rq, t.kq * rk * rq, 0.f);
     }
     __syncwarp();
@@ -342,4 +326,4 @@ struct Stage {
   }
 };
 
-}  // namespace gdn::fast
+}  // namespace gdn::step

@@ -1,4 +1,4 @@
-// A tiny parallel-for for the CPU variants. Workers pull task indices from a shared counter, so
+// The one host parallel-for (CPU variants and the reference). Workers pull task indices from a shared counter, so
 // tasks of unequal size (ragged sequences) balance themselves. Threads are started per call (no
 // pool to own or shut down); worker_count keeps problems too small to repay that on few threads.
 #pragma once
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-namespace gdn::cpu {
+namespace gdn {
 
 // Least work worth a thread of its own, in state-element updates (K * V per token and head, about
 // 6 flops each): some 50-100 us on one core, against tens of microseconds to start a thread.
@@ -62,4 +62,4 @@ void parallel_for(int64_t tasks, int workers, Fn&& fn) {
   if (error) std::rethrow_exception(error);
 }
 
-}  // namespace gdn::cpu
+}  // namespace gdn

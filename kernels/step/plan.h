@@ -1,0 +1,131 @@
+// The routing of decode/fast and mtp/fast as data: which kernel of this family serves a call,
+// with which tile, on which tensor-core form, and the register budget it was built for. Host
+// code (C++17, no CUDA), so tests call choose() without a GPU and every report records the plan
+// of every case; GDNBENCH_STEP_PLAN overrides fields of it, so an A/B is one binary and one run.
+// The measurements behind each threshold: docs/notes/decode-mtp.md (anchors named below).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/shape.h"
+
+namespace gdn::step {
+
+constexpr int kHeadK = 128;  // the head size K every kernel of the family is written for
+
+enum class Kernel {
+  decode_vk,      // decode.cuh: T = 1, vk, the tile kept as loaded (packed bf16 stays packed)
+  decode_kv,      // decode.cuh: T = 1, bf16 kv
+  tokens_vk,      // kernel.cuh step_vk_kernel: T tokens on CUDA cores, vk
+  tokens_kv,      // kernel.cuh step_kv_kernel: T tokens on CUDA cores, kv (and fp32 kv decode)
+  read_only_vk,   // read_only.cuh: update_state off, T <= kGramTokens, from the starting state's dots
+  mma,            // mtp_mma.cuh: chunks of 8 tokens on tensor cores, one warp per 16 state rows
+  mma_pipelined,  // mtp_mma_pipelined.cuh: the same on a persistent grid, next tile copied ahead
+};
+// The tensor-core kernels' arithmetic: bf16 MMAs on a state split into two bf16 halves, or TF32.
+enum class MmaForm { none, bf16, tf32 };
+
+std::string_view to_string(Kernel);
+std::string_view to_string(MmaForm);
+
+// ---- register budgets: resident warps per SM each build is compiled for ----------------------
+// Registers per thread for `warps` resident warps per SM: what __launch_bounds__ lets ptxas use.
+constexpr int register_budget(int warps) { return 65536 / (warps * 32) / 8 * 8; }
+constexpr int kBlockWarps = 4;  // warps per block of the multi-warp kernels (no block barriers)
+constexpr int decode_vk_min_warps(bool bf16, int depth) { return bf16 || depth <= 2 ? 20 : 16; }
+constexpr int kDecodeKvMinWarps = 12;
+constexpr int kTokensVkMinWarps = 16;  // 128 registers (decode-mtp.md, third session)
+constexpr int read_only_min_warps(bool bf16) { return bf16 ? 20 : 16; }  // round 70
+constexpr int kMmaMinWarps = 12;
+constexpr int kMmaPipelinedMinWarps = 11;  // 184 registers: rounds 63 and 66
+constexpr int kNoMinWarps = 0;             // step_kv_kernel: no bound, up to 255 registers
+
+// The spills ptxas reports at these budgets (sm_90, CUDA 13.0), each a few bytes and each build
+// measured faster at its budget than with more registers and fewer warps: bf16 decode_vk depth 4
+// (102 registers, 16 warps: 8-17 % slower), bf16 decode_kv depth 4 (unbounded: the tile stays
+// widened at 230 registers), bf16 read_only_vk with 4 tiles (round 70: 129.3 us against 143.9
+// with 2 tiles), the bf16 tensor-core update build (ninth session). tests/cpu/
+// test_register_budgets.cpp fails on any other spill, or on more bytes than these.
+struct KnownSpill {
+  Kernel kernel;
+  bool bf16;
+  int depth, tiles;
+  bool read_only;
+  int max_spill_bytes;  // spill stores + spill loads
+};
+constexpr KnownSpill kKnownSpills[] = {
+    {Kernel::decode_vk, true, 4, 1, false, 20},
+    {Kernel::decode_kv, true, 4, 1, false, 28},
+    {Kernel::read_only_vk, true, 4, 4, false, 24},
+    {Kernel::mma, true, 0, 1, false, 40},
+};
+
+// ---- thresholds (each the switch point of an A/B in docs/notes/decode-mtp.md) -----------------
+// (row, value head) pairs are the unit of parallelism: B * HV.
+constexpr int kGramTokens = 4;          // read-only calls up to 4 tokens: read_only_vk (round 47)
+constexpr int kMmaChunk = 8;            // tokens per tensor-core chunk; read-only builds take T <= 8
+constexpr int kMmaMinTokens = 8;        // from 8 tokens (vk, no cache) tensor cores win (4th session)
+constexpr int kMmaFp32MinTokens = 6;    // fp32 pools from 6 tokens (sixth session) ...
+constexpr int64_t kMmaT6MinHeads = 1025;  // ... but T = 6 loses between 5 and 1024 pairs (6th)
+constexpr int kMmaPipelinedMaxTokens = 8;  // beyond 8 tokens two stages cost occupancy (T = 16)
+constexpr int64_t kMmaPipelinedMinHeads = 129;  // below, the persistent grid's setup costs more (round 38)
+constexpr int64_t kMmaTf32FromHeads = 4096;     // pipelined update builds: TF32 measures faster (9th)
+constexpr int64_t kMmaPlainFromHeads = 8192;    // T = 8 update calls: the plain kernel (9th)
+
+// What the routing reads of a decode or mtp call.
+struct Call {
+  int64_t B = 0;
+  int HV = 0, K = 0, V = 0, T = 1;
+  Layout layout = Layout::vk;
+  DType state_dtype = DType::f32;
+  bool update_state = true;  // the final state is written back (off: mtp read-only pool)
+  bool cache = false;        // mtp intermediate states are written
+  static Call of(const Shape& s);
+};
+
+struct Plan {
+  Kernel kernel = Kernel::tokens_vk;
+  // CUDA-core kernels: vk rows per lane per load (1, 2, 4; a warp covers 4 x depth rows) or kv
+  // lanes per K row (2, 4). Deeper tiles keep more bytes in flight per warp, shallower ones make
+  // the warps that small batches need. 0 for the tensor-core kernels (16 rows per warp).
+  int depth = 0;
+  int tiles = 1;                // read_only_vk: tiles per warp (depth 4 only: 1, 2, 4)
+  MmaForm form = MmaForm::none;  // tensor-core kernels
+  bool read_only = false;       // tensor-core kernels: the build without the state update
+
+  int block_warps() const;  // warps per block
+  int min_warps(DType state) const;  // resident warps per SM its registers are budgeted for
+  // One line, e.g. "mma_pipelined form=tf32 (1 warp/block, 11 warps/SM, <= 184 registers)".
+  std::string describe(DType state) const;
+  bool operator==(const Plan& o) const {
+    return kernel == o.kernel && depth == o.depth && tiles == o.tiles && form == o.form && read_only == o.read_only;
+  }
+};
+
+// The plan the fast kernels run for call a (whatever the environment says): mma_plan() when
+// uses_mma(a), else cuda_core_plan() at the depth measured best for its size.
+Plan choose(const Call& a);
+Plan mma_plan(const Call& a);  // the tensor-core kernel, build and form for call a
+// The CUDA-core kernel for call a at this tile depth (and, for read_only_vk, its tiles per warp).
+Plan cuda_core_plan(const Call& a, int depth);
+// "" when plan p can run call a (a kernel of the family takes the call with this tile), else why.
+std::string check(const Plan& p, const Call& a);
+// `chosen` (the plan of call a) with fields replaced from "key=value" pairs separated by ',' or
+// ' ' (kernel, depth, tiles, form, read_only), e.g. "kernel=mma,form=bf16"; fields not named
+// follow a changed kernel (what choose() gives it for a). Throws std::invalid_argument naming
+// the pair. The result is not checked: see check().
+Plan apply_override(const Plan& chosen, std::string_view spec, const Call& a);
+// choose(a), with the override of GDNBENCH_STEP_PLAN when it is set, checked: throws
+// std::invalid_argument when the result cannot run the call.
+Plan plan_for(const Call& a);
+
+// The routing rules choose() is made of (exposed for the tests that pin them).
+bool uses_decode_kernel(const Call& a);
+bool read_only_call(const Call& a);       // tensor-core READ_ONLY builds: no update, T <= 8
+bool uses_read_only_kernel(const Call& a);  // read_only_vk
+bool uses_mma(const Call& a);
+bool uses_pipelined_mma(const Call& a);
+
+}  // namespace gdn::step

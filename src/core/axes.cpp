@@ -1,0 +1,146 @@
+#include "core/axes.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "core/errors.h"
+#include "core/fnv.h"
+#include "core/op.h"
+
+namespace gdn {
+namespace {
+
+using json = nlohmann::json;
+
+template <class T> void get(const json& j, const char* key, T& out) {
+  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
+}
+template <class E> void get_enum(const json& j, const char* key, E& out, std::optional<E> (*parse)(std::string_view)) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  if (!it->is_string()) throw input_error(fmt::format("shape.{} must be a string", key));
+  auto v = parse(it->get<std::string>());
+  if (!v) throw input_error(fmt::format("shape.{}: unknown value '{}'", key, it->get<std::string>()));
+  out = *v;
+}
+
+// An axis stored in one field, with its key part.
+#define GDN_FIELD_IO(member, name)                                                  \
+  [](const Shape& s, json& j) { j[name] = s.member; }, [](const json& j, Shape& s) { get(j, name, s.member); }
+#define GDN_ENUM_IO(member, name, parse)                                                          \
+  [](const Shape& s, json& j) { j[name] = to_string(s.member); },                                 \
+      [](const json& j, Shape& s) { get_enum(j, name, s.member, parse); }
+
+// The checksum keeps long explicit lists that share a label apart.
+std::string seq_part(const Shape& s) {
+  std::string k = " seq=" + s.seqlens_label();
+  if (s.seqlens.size() > 8) {
+    uint64_t h = kFnvTruncatedBasis;
+    for (auto l : s.seqlens) h = fnv1a_step(h, uint64_t(l));
+    k += fmt::format("#{:08x}", uint32_t(h));
+  }
+  return k;
+}
+
+std::vector<AxisDef> make_axes() {
+  return {
+      {"inputs", kBitAll, "enum", {"inputs"}, GDN_ENUM_IO(inputs, "inputs", parse_input_dist), 17,
+       [](const Shape& s) { return s.inputs == InputDist::standard ? std::string() : fmt::format(" inputs={}", to_string(s.inputs)); }},
+      {"input_dtype", kBitAll, "enum", {"input_dtype"}, GDN_ENUM_IO(input_dtype, "input_dtype", parse_dtype), 16,
+       [](const Shape& s) { return s.input_dtype == DType::bf16 ? std::string() : fmt::format(" in={}", to_string(s.input_dtype)); }},
+      {"gate", kBitAll, "enum", {"gate"}, GDN_ENUM_IO(gate, "gate", parse_gate), 14,
+       [](const Shape& s) { return fmt::format(" gate={}", to_string(s.gate)); }},
+      {"l2norm", kBitAll, "bool", {"l2norm"}, GDN_FIELD_IO(l2norm, "l2norm"), 15,
+       [](const Shape& s) { return s.l2norm ? std::string() : std::string(" no_l2norm"); }},
+      {"scale", kBitAll, "number", {"scale"}, GDN_FIELD_IO(scale, "scale"), 18,
+       [](const Shape& s) { return s.scale > 0.0 ? fmt::format(" scale={}", s.scale) : std::string(); }},
+      {"state_dtype", kBitSteps, "enum", {"state_dtype"}, GDN_ENUM_IO(state_dtype, "state_dtype", parse_dtype), 5,
+       [](const Shape& s) { return fmt::format(" state={}", to_string(s.state_dtype)); }},
+      {"layout", kBitAll, "enum", {"layout"}, GDN_ENUM_IO(layout, "layout", parse_layout), 6,
+       [](const Shape& s) { return fmt::format(" layout={}", to_string(s.layout)); }},
+      {"indices", kBitSteps, "enum", {"indices"}, GDN_ENUM_IO(indices, "indices", parse_index_pattern), 9,
+       [](const Shape& s) { return fmt::format(" idx={}", to_string(s.indices)); }},
+      {"index_dtype", kBitSteps, "enum", {"index_dtype"}, GDN_ENUM_IO(index_dtype, "index_dtype", parse_dtype), 10,
+       [](const Shape& s) { return s.index_dtype == DType::i64 ? std::string() : fmt::format("/{}", to_string(s.index_dtype)); }},
+      {"cache_intermediate", kBitMtp, "bool", {"cache_intermediate"}, GDN_FIELD_IO(cache_intermediate, "cache_intermediate"), 11,
+       [](const Shape& s) { return fmt::format(" cache={}", s.cache_intermediate ? 1 : 0); }},
+      {"update_state", kBitMtp, "bool", {"update_state"}, GDN_FIELD_IO(update_state, "update_state"), 12,
+       [](const Shape& s) { return fmt::format(" update={}", s.update_state ? 1 : 0); }},
+      {"rollback", kBitMtp, "bool", {"rollback"}, GDN_FIELD_IO(rollback, "rollback"), 13,
+       [](const Shape& s) { return s.rollback ? std::string(" rollback=1") : std::string(); }},
+      {"h0", kBitPrefill, "bool", {"has_h0"}, GDN_FIELD_IO(has_h0, "has_h0"), 7,
+       [](const Shape& s) { return s.has_h0 ? std::string() : std::string(" no_h0"); }},
+      {"heads", kBitAll, "pair", {"h_qk", "h_v"},
+       [](const Shape& s, json& j) { j["h_qk"] = s.h_qk, j["h_v"] = s.h_v; },
+       [](const json& j, Shape& s) { get(j, "h_qk", s.h_qk), get(j, "h_v", s.h_v); }, 0,
+       [](const Shape& s) { return fmt::format(" h{}/{}", s.h_qk, s.h_v); }},
+      {"head_dim", kBitAll, "int", {"dk", "dv"},
+       [](const Shape& s, json& j) { j["dk"] = s.dk, j["dv"] = s.dv; },
+       [](const json& j, Shape& s) { get(j, "dk", s.dk), get(j, "dv", s.dv); }, 1,
+       [](const Shape& s) { return fmt::format(" d{}x{}", s.dk, s.dv); }},
+      {"pool", kBitSteps, "int or \"Nx\"", {"pool"}, GDN_FIELD_IO(pool, "pool"), 8,
+       [](const Shape& s) { return fmt::format(" pool={}", s.pool_slots()); }},
+      {"seqlens", kBitPrefill, "sequence set", {"seqlens"}, GDN_FIELD_IO(seqlens, "seqlens"), 3, seq_part},
+      {"tokens", kBitMtp, "int", {"tokens"}, GDN_FIELD_IO(tokens, "tokens"), 2,
+       [](const Shape& s) { return fmt::format(" T={}", s.tokens); }},
+      {"batch", kBitSteps, "int", {"batch"}, GDN_FIELD_IO(batch, "batch"), 4,
+       [](const Shape& s) { return fmt::format(" B={}", s.batch); }},
+  };
+}
+
+#undef GDN_FIELD_IO
+#undef GDN_ENUM_IO
+
+}  // namespace
+
+const std::vector<AxisDef>& shape_axes() {
+  static const std::vector<AxisDef> axes = make_axes();
+  return axes;
+}
+
+const AxisDef* find_axis(std::string_view key) {
+  for (const auto& a : shape_axes())
+    if (a.key == key) return &a;
+  return nullptr;
+}
+
+std::string Shape::key() const {
+  std::vector<std::pair<int, std::string>> parts;
+  for (const auto& a : shape_axes())
+    if (a.ops & op_bit(op)) parts.emplace_back(a.key_rank, a.key_part(*this));
+  std::sort(parts.begin(), parts.end());
+  std::string k;
+  for (const auto& [rank, text] : parts) k += text;
+  return k.empty() ? k : k.substr(1);  // every part starts with a space
+}
+
+json shape_to_json(const Shape& s) {
+  json j{{"op", to_string(s.op)}};
+  for (const auto& a : shape_axes()) a.write(s, j);
+  return j;
+}
+
+Shape shape_from_json_object(const json& j) {
+  if (!j.is_object()) throw input_error("shape must be an object");
+  Shape s;
+  get_enum(j, "op", s.op, parse_op);
+  for (const auto& a : shape_axes()) a.read(j, s);
+  return s;
+}
+
+json axes_to_json() {
+  json axes = json::array();
+  for (const auto& a : shape_axes()) {
+    json ops = json::array();
+    for (OpKind op : {OpKind::prefill, OpKind::decode, OpKind::mtp})
+      if (a.ops & op_bit(op)) ops.push_back(to_string(op));
+    axes.push_back({{"key", a.key}, {"ops", ops}, {"type", a.type}, {"json", a.json}});
+  }
+  json defaults = json::object();
+  for (const OpDef* op : all_ops()) defaults[op->name] = shape_to_json(op->default_shape());
+  return {{"axes", axes}, {"defaults", defaults}};
+}
+
+}  // namespace gdn
