@@ -66,15 +66,26 @@ void expect_close(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-12 * std::max(std::abs(a), std::abs(b))) << what;
 }
 
-TEST(PeerHarness, MappingAgainstFakePeerModulesPasses) {
-  if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
-  const auto log = temp_file("peer_mapping.log");
-  const int rc = run_shell("python3 '" + std::string(GDN_SOURCE_DIR) + "/tests/peers/test_peer_mapping.py' > '" + log +
-                           "' 2>&1");
+// Runs tests/peers/NAME, which prints "N passed, M failed" and exits 0 only when all passed.
+void expect_python_test_passes(const std::string& name) {
+  const auto log = temp_file(name + ".log");
+  const int rc = run_shell("python3 '" + std::string(GDN_SOURCE_DIR) + "/tests/peers/" + name + "' > '" + log + "' 2>&1");
   const auto out = read_text(log);
   fs::remove(log);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find(" 0 failed"), std::string::npos) << out;
+}
+
+TEST(PeerHarness, MappingAgainstFakePeerModulesPasses) {
+  if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
+  expect_python_test_passes("test_peer_mapping.py");
+}
+
+// The torch path (inputs, TorchOps, MappedCall, verification) against numeric stand-ins of the
+// peers; needs torch, which CI machines may not have.
+TEST(PeerHarness, NumericsAgainstStandInPeersPass) {
+  if (run_shell("python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "torch is not importable";
+  expect_python_test_passes("test_peer_numerics.py");
 }
 
 TEST(PeerHarness, SelfTestPasses) {
