@@ -1,5 +1,5 @@
-"""Numeric stand-ins for the FlashInfer and FlashQLA functions the harness calls, in torch on the
-CPU: the signatures of flashinfer-python 0.7.2.post1 and flash-qla 0.1.3 and their documented
+"""Numeric stand-ins for the FlashInfer, FlashQLA and FLA functions the harness calls, in torch on
+the CPU: the signatures of flashinfer-python 0.7.2.post1, flash-qla 0.1.3 and fla-core 0.6.0 and their documented
 semantics (layouts, gate forms, pool indexing, -1 rows, in-place writes), computed with the
 harness's fp64 reference recurrence. Verification of the harness against them passes only when
 the harness maps every argument and reads every result back the way the real peers define them.
@@ -118,6 +118,30 @@ def flashqla_chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=
     return o.to(q.dtype).unsqueeze(0), final.float()
 
 
+def fla_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=None, scale=None, initial_state=None,
+                         output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                         A_log=None, dt_bias=None, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                         state_v_first=False, cu_seqlens=None, **kwargs):
+    """FLA's fused_recurrent / chunk: [B, T, ...] (varlen: B = 1 and cu_seqlens), log g or the raw
+    gate in the kernel, states [N, HV, K, V] or [N, HV, V, K] with state_v_first."""
+    B, T, H, K = q.shape
+    hv = v.shape[2]
+    cu = cu_seqlens.tolist() if cu_seqlens is not None else [i * T for i in range(B + 1)]
+    flat = lambda x: x.reshape(B * T, *x.shape[2:])  # noqa: E731
+    if use_gate_in_kernel:
+        g, _ = _gates(A_log, g, dt_bias, g)
+    if use_beta_sigmoid_in_kernel:
+        beta = torch.sigmoid(beta.double())
+    h0 = None
+    if initial_state is not None:
+        h0 = initial_state.double().transpose(-1, -2) if state_v_first else initial_state.double()
+    scale = K ** -0.5 if scale is None else scale
+    o, final = reference.recurrent(flat(q), flat(k), flat(v), flat(g), flat(beta), cu, h0, scale,
+                                   use_qk_l2norm_in_kernel, list(range(hv)), hv // H)
+    final = final.transpose(-1, -2) if state_v_first else final
+    return o.reshape(B, T, hv, -1).to(q.dtype), final.float() if output_final_state else None
+
+
 def prepare_varlen_metadata(cu_seqlens, cu_seqlens_cpu):
     assert torch.equal(cu_seqlens.cpu(), cu_seqlens_cpu)
     return cu_seqlens
@@ -126,5 +150,6 @@ def prepare_varlen_metadata(cu_seqlens, cu_seqlens_cpu):
 FLASHINFER = {"gated_delta_rule_decode_pretranspose": gated_delta_rule_decode_pretranspose,
               "gated_delta_rule_decode": gated_delta_rule_decode, "gated_delta_rule_mtp": gated_delta_rule_mtp,
               "chunk_gated_delta_rule": chunk_gated_delta_rule}
+FLA = {"chunk": fla_gated_delta_rule, "recurrent": fla_gated_delta_rule}
 FLASHQLA = {"chunk_gated_delta_rule": flashqla_chunk_gated_delta_rule,
             "prepare_varlen_metadata": prepare_varlen_metadata}

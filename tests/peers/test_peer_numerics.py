@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The harness's torch path end to end on the CPU: inputs, argument mapping (TorchOps),
-MappedCall, the restore of in-place tensors, read-back and verification, against numeric
-stand-ins of FlashInfer and FlashQLA (numeric_fakes.py). Every runnable point must verify; the
+MappedCall / FlaCall, the restore of in-place tensors, read-back and verification, against numeric
+stand-ins of FlashInfer, FlashQLA and FLA (numeric_fakes.py). Every runnable point must verify; the
 negative control (a stand-in reading its state in the wrong layout) must fail. Needs torch (exit
 2 with a message without it). Prints "N passed, M failed"."""
 
@@ -19,7 +19,7 @@ except ImportError:
     sys.exit(2)
 
 import numeric_fakes as nf  # noqa: E402
-from peerlib import inputs, peers  # noqa: E402
+from peerlib import fla_support, inputs, peers  # noqa: E402
 from peerlib import shapes as sh  # noqa: E402
 from peerlib.selftest import Checker  # noqa: E402
 from peerlib.verify import verify_call  # noqa: E402
@@ -42,13 +42,20 @@ SHAPES = [
 ]
 
 
+def loaded_peer(name, fns):
+    if name == "fla":  # FlaCall's namespace (fla_load.load_fla), with FLA 0.6.0's capabilities
+        return SimpleNamespace(chunk=fns["chunk"], recurrent=fns["recurrent"], prepare_chunk_indices=None,
+                               caps=fla_support.Caps())
+    return SimpleNamespace(fns=fns, caps={})
+
+
 def run_peer(c, name, fns, shape, expect_pass=True):
     peer = peers.PEERS[name]
     s = sh.normalize(dict(SMALL, **shape))
-    loaded = SimpleNamespace(fns=fns, caps={})
+    loaded = loaded_peer(name, fns)
     ran = 0
     for variant in peer.variants[s["op"]]:
-        plan = peer.plan_point(s, variant, {})
+        plan = peer.plan_point(s, variant, loaded.caps)
         if plan.skip:
             continue
         t = inputs.make_inputs(s, 11, "cpu")
@@ -62,7 +69,8 @@ def run_peer(c, name, fns, shape, expect_pass=True):
         names = [x["tensor"] for x in v["checks"]]
         if expect_pass and s["op"] == "mtp" and s["cache_intermediate"]:
             c("intermediate" in names, f"{what}: the cache was checked")
-        if expect_pass and s["op"] != "prefill" and (s["indices"] != "identity" or not s["update_state"]):
+        in_place = name == "flashinfer"  # FLA reads a gathered copy and writes a new tensor
+        if expect_pass and in_place and s["op"] != "prefill" and (s["indices"] != "identity" or not s["update_state"]):
             pool = [x for x in v["checks"] if x["tensor"] == "pool"]
             c(bool(pool) and (pool[0]["checked"] > 0), f"{what}: pool slots checked")
         ran += 1
@@ -74,9 +82,10 @@ def main():
     ran = 0
     for shape in SHAPES:
         ran += run_peer(c, "flashinfer", nf.FLASHINFER, shape)
+        ran += run_peer(c, "fla", nf.FLA, shape)
         if shape["op"] == "prefill":
             ran += run_peer(c, "flashqla", nf.FLASHQLA, shape)
-    c(ran >= 13, f"{ran} peer calls verified")
+    c(ran == 25, f"{ran} peer calls verified (25 expected: 11 FlashInfer, 11 FLA, 3 FlashQLA)")
     nf.OPTIONS["transpose_bug"] = True
     run_peer(c, "flashinfer", nf.FLASHINFER, {"op": "prefill", "seqlens": [12, 5]}, expect_pass=False)
     nf.OPTIONS["transpose_bug"] = False

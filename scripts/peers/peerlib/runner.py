@@ -46,6 +46,9 @@ class Runner:
                      f"harness computes ('{key}'); records carry the plan's")
         variants = [v for v in self.peer.variants[s["op"]] if not self.args.variants or v in self.args.variants]
         plans = [self.peer.plan_point(s, v, self.loaded.caps) for v in variants]
+        for p in plans:
+            if self.args.mode == "graph" and not p.skip and p.variant in (self.peer.graph_skip or {}):
+                p.skip = self.peer.graph_skip[p.variant]
         plans = [p for p in plans if (point["case"], p.variant, point["shape_key"], point["seed"]) not in self.done]
         if not plans:
             return
