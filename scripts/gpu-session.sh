@@ -7,6 +7,7 @@
 #   peers-install unpack the .carry/peers/*.tar.xz this call carries into $PEER_SITE (idempotent;
 #                 FlashInfer's two archives may come in consecutive calls while the host is warm)
 #   peers-check   import each installed peer as its harness does and print versions and kernels
+#   smoke         configs/peers-smoke.yaml: every installed peer on every mapped path, then ours
 #   decode        configs/decode.yaml: FLA and FlashInfer, then ours, tables with every peer
 #   mtp           configs/mtp.yaml, likewise
 #   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
@@ -142,6 +143,7 @@ for step in "$@"; do
       ;;
     peers-install) peers_install ;;
     peers-check) peers_check ;;
+    smoke) versus smoke configs/peers-smoke.yaml "${OURS:-*}" "fla:fla/chunk,fla/fused_recurrent flashinfer: flashqla:" ;;
     decode) versus decode configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
     mtp) versus mtp configs/mtp.yaml "${OURS:-mtp/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
     legacy) versus legacy configs/legacy-sm75.yaml "${OURS:-prefill/sm75_legacy}" "fla:fla/fused_recurrent" ;;

@@ -35,7 +35,7 @@ struct Harness {
 };
 const Harness kHarnesses[] = {
     {"fla_peer.py", "fla", "fla/fused_recurrent", "fp32"},
-    {"flashinfer_peer.py", "flashinfer", "flashinfer/chunk", "vk"},
+    {"flashinfer_peer.py", "flashinfer", "flashinfer/chunk", "128"},
     {"flashqla_peer.py", "flashqla", "flashqla/chunk", "128"},
 };
 void PrintTo(const Harness& h, std::ostream* os) { *os << h.script; }

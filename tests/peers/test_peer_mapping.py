@@ -177,9 +177,9 @@ def check_prefill(c):
         s = sh.normalize(shape)
         what = sh.shape_key(s)
         plan, m = runs_cleanly(c, "flashinfer", shape, "flashinfer/chunk", f"flashinfer {what}")
-        if s["layout"] == "kv":
-            c(plan is not None and "vk" in plan.skip, f"{what}: FlashInfer skips kv")
-        elif m is not None:
+        if m is not None:
+            h0 = m.kwargs["initial_state"]
+            c(h0 is None or (h0.origin == "h0") == (s["layout"] == "vk"), f"{what}: kv h0 passed transposed")
             c(m.kwargs["g"].origin == ("exp(g)" if s["gate"] == "log" else "exp(g_from_raw)"), f"{what}: alpha = exp(g)")
             c(m.kwargs["max_seqlen"] == max(s["seqlens"]) and type(m.kwargs["max_seqlen"]) is int, f"{what}: max_seqlen")
             c(m.kwargs["cu_seqlens"].dtype == "i32" and m.kwargs["use_cp"] == "auto", f"{what}: cu_seqlens, use_cp")

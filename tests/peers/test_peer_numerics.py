@@ -38,7 +38,7 @@ SHAPES = [
      "cache_intermediate": True},
     {"op": "prefill", "seqlens": [5, 0, 17]},
     {"op": "prefill", "seqlens": [9, 4], "gate": "raw", "has_h0": False},
-    {"op": "prefill", "seqlens": [7], "layout": "kv", "inputs": "beta_one"},
+    {"op": "prefill", "seqlens": [7, 6], "layout": "kv", "inputs": "beta_one"},
 ]
 
 
@@ -85,7 +85,7 @@ def main():
         ran += run_peer(c, "fla", nf.FLA, shape)
         if shape["op"] == "prefill":
             ran += run_peer(c, "flashqla", nf.FLASHQLA, shape)
-    c(ran == 25, f"{ran} peer calls verified (25 expected: 11 FlashInfer, 11 FLA, 3 FlashQLA)")
+    c(ran == 26, f"{ran} peer calls verified (26 expected: 12 FlashInfer, 11 FLA, 3 FlashQLA)")
     nf.OPTIONS["transpose_bug"] = True
     run_peer(c, "flashinfer", nf.FLASHINFER, {"op": "prefill", "seqlens": [12, 5]}, expect_pass=False)
     nf.OPTIONS["transpose_bug"] = False

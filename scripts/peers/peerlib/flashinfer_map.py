@@ -92,6 +92,14 @@ def _mtp(s, ops):
     return _pool_call(s, ops, rules.FUNCTIONS["flashinfer/mtp"], {"disable_state_update": not s["update_state"]})
 
 
+def _h0_vk(s, ops):
+    """h0 as FlashInfer's prefill reads it, [N, HV, V, K]: a kv point's h0 transposed (a copy)."""
+    if not s["has_h0"]:
+        return None
+    h0 = ops.input("h0")
+    return h0 if s["layout"] == "vk" else ops.transpose_state(h0)
+
+
 def _prefill(s, ops):
     if s["gate"] == "log":
         g, beta = ops.input("g"), ops.input("beta")
@@ -100,7 +108,7 @@ def _prefill(s, ops):
     cu = ops.input("cu_seqlens")
     tokens, n, hv = cu[-1], len(cu) - 1, s["h_v"]
     kw = dict(q=ops.input("q"), k=ops.input("k"), v=ops.input("v"), g=ops.exp(g), beta=beta, scale=_scale(s),
-              initial_state=ops.input("h0") if s["has_h0"] else None, output_final_state=True,
+              initial_state=_h0_vk(s, ops), output_final_state=True,
               cu_seqlens=ops.device_ints(cu, "i32", "cu_seqlens"), use_qk_l2norm_in_kernel=bool(s["l2norm"]),
               output=ops.empty((tokens, hv, s["dv"]), s["input_dtype"], "output"),
               output_state=ops.empty((n, hv, s["dv"], s["dk"]), "f32", "output_state"),

@@ -9,7 +9,8 @@ Checked against flashinfer-python 0.7.2.post1 (flashinfer/gdn_decode.py, gdn_pre
 - gated_delta_rule_mtp: T > 1, fp32 vk pool with indices (-1: no read, no write-back);
   intermediate_states_buffer fp32 [B, T, HV, V, K]; disable_state_update.
 - gdn_prefill.chunk_gated_delta_rule: varlen [T, H, K] with cu_seqlens; g is the linear decay
-  alpha = exp(g); states [N, HV, V, K]; one head size (K = V) up to 128 (SM90 kernel).
+  alpha = exp(g); states [N, HV, V, K] (kv points get h0 transposed outside timing); one head
+  size (K = V) up to 128 (SM90 kernel).
 The decode and mtp functions take only the raw gate (A_log, a, dt_bias, b), the prefill one
 only g and beta."""
 
@@ -78,9 +79,6 @@ def _bf16_dims(s, p):
 
 
 def _prefill(s, p):
-    if s["layout"] != "vk":
-        p.skip = "FlashInfer's prefill keeps states as [N, HV, V, K] (vk) only"
-        return
     if s["dk"] != s["dv"] or s["dk"] > PREFILL_MAX_HEAD or s["dk"] % 8:
         p.skip = (f"FlashInfer's SM90 prefill takes one head size up to {PREFILL_MAX_HEAD}, a multiple of 8 "
                   f"(got {s['dk']}x{s['dv']})")
@@ -91,6 +89,11 @@ def _prefill(s, p):
     p.notes.append("varlen: q, k, v [T, H, K] packed, cu_seqlens int32, max_seqlen = the longest sequence "
                    "(FlashInfer's host hint: its context-parallel planning reads no device memory)")
     p.notes.append("g passed as FlashInfer's linear decay alpha = exp(g) (fp32 [T, HV], made outside the timed region)")
+    if s["layout"] == "kv":
+        p.notes.append("kv point: FlashInfer's prefill states are [N, HV, V, K] (vk), so h0 is passed transposed (a "
+                       "copy made outside the timed region) and ht read back transposed; the kernel moves the same "
+                       "bytes")
+        p.differences.append("kv state passed transposed (FlashInfer keeps vk)")
     p.notes.append("use_cp='auto' (FlashInfer chooses context parallelism from the shape); caller-owned output and "
                    "output_state (fp32 [N, HV, V, K])")
     prefill_notes(s, p, "FlashInfer", "in kernels of its own")

@@ -127,6 +127,9 @@ class SpecOps:
     def clone(self, x):
         return SpecTensor(x.shape, x.dtype, x.origin)
 
+    def transpose_state(self, x):
+        return SpecTensor((*x.shape[:-2], x.shape[-1], x.shape[-2]), x.dtype, f"{x.origin} transposed")
+
 
 class TorchOps:
     """The same operations on the point's real tensors (peerlib.inputs.make_inputs)."""
@@ -198,3 +201,6 @@ class TorchOps:
 
     def clone(self, x):
         return x.clone()
+
+    def transpose_state(self, x):
+        return x.transpose(-1, -2).contiguous()

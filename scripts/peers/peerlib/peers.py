@@ -73,7 +73,7 @@ PEERS = {
         "flashinfer", "FlashInfer", "scripts/peers/flashinfer_peer.py", flashinfer_rules.VARIANTS,
         flashinfer_rules.plan_point, _load_flashinfer, _mapped_call(_flashinfer_map),
         "install flashinfer-python and its CuTe-DSL wheels (scripts/peers/fetch-peers.sh)",
-        ("kv_prefill", {"op": "prefill", "seqlens": [2048], "layout": "kv"}, "flashinfer/chunk"), "vk",
+        ("d256_prefill", {"op": "prefill", "seqlens": [2048], "dk": 256, "dv": 256}, "flashinfer/chunk"), "128",
         {"flashinfer/chunk": "FlashInfer's prefill plans context parallelism on the host at every call: its CUDA-graph "
                              "capture failed on an H200 and left the process's CUDA RNG unusable"}),
     "flashqla": PeerDef(
