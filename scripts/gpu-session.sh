@@ -13,9 +13,10 @@
 #   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
 # An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
-# kept in $PEER_OUT on the host (and copied to $OUT_DIR), so the same step run again goes on where
-# it stopped (--resume); it prints "COMPLETE name" once every report is complete. A report copied
-# back into .carry/peer-results/ seeds $PEER_OUT when the host lost it (a cold host).
+# kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
+# it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
+# (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); unpacked into
+# .carry/peer-results/ here, those reports seed $PEER_OUT when the host went cold.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
@@ -86,7 +87,7 @@ left() { echo $((START + CALL_BUDGET - SECONDS)); }
 # One op: each peer (resumed, inside the call's budget), then ours with every peer's table.
 # versus NAME CONFIG OURS_GLOB "PEER:VARIANTS ..."
 versus() {
-  local name=$1 config=$2 ours=$3 spec=$4 item peer variants report budget all=1 peer_args=()
+  local name=$1 config=$2 ours=$3 spec=$4 item peer variants report budget all=1 peer_args=() without=""
   peer_env
   "$G" plan --config "$config" --json "$PEER_OUT/$name.plan.json" >/dev/null || { echo "plan failed"; return 1; }
   for item in $spec; do
@@ -94,6 +95,7 @@ versus() {
     report="$PEER_OUT/$name.$peer.json"
     if ! peer_ready "$peer"; then
       echo "$name: $peer not installed (peers-install with its archives): no $peer column"
+      without+=" $peer"
       continue
     fi
     [ -f "$report" ] || [ ! -f ".carry/peer-results/$name.$peer.json" ] || cp ".carry/peer-results/$name.$peer.json" "$report"
@@ -104,6 +106,12 @@ versus() {
     timeout -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
       --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" 2>&1 |
       grep -v '^ ' | tail -n "${PEER_LOG_LINES:-8}"
+    if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but ours still runs
+      echo "$name: $peer wrote no report: no $peer column"
+      peer_args=("${peer_args[@]:0:${#peer_args[@]}-2}")
+      without+=" $peer"
+      continue
+    fi
     complete "$report" || all=0
   done
   if ((all)); then
@@ -114,14 +122,16 @@ versus() {
     [ -f "$ours_json" ] && resume=(--resume "$ours_json")
     if ((budget > 30)); then
       timeout -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
-        --json "$ours_json" "${resume[@]}" "${peer_args[@]}" --peer-markdown "$PEER_OUT/$name.peers.md"
+        --json "$ours_json" "${resume[@]}" "${peer_args[@]}" ${peer_args:+--peer-markdown "$PEER_OUT/$name.peers.md"}
       complete "$ours_json" || all=0
     else
       all=0
     fi
   fi
-  cp "$PEER_OUT/$name".*.json "$PEER_OUT/$name".*.md "$OUT_DIR"/ 2>/dev/null
-  ((all)) && echo "COMPLETE $name" || echo "INCOMPLETE $name: run the same step again (reports in $PEER_OUT and \$OUT)"
+  # The reports hold every sample (can pass the 16 MiB a returned file may have): one xz archive.
+  tar -C "$PEER_OUT" -cJf "$OUT_DIR/$name.reports.tar.xz" $(cd "$PEER_OUT" && ls "$name".*.json)
+  cp "$PEER_OUT/$name.peers.md" "$OUT_DIR"/ 2>/dev/null
+  ((all)) && echo "COMPLETE $name${without:+ (without$without)}" || echo "INCOMPLETE $name: run the same step again (reports in $PEER_OUT and \$OUT)"
 }
 
 START=$SECONDS
