@@ -15,8 +15,8 @@
 # An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
 # kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
 # it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
-# (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); unpacked into
-# .carry/peer-results/ here, those reports seed $PEER_OUT when the host went cold.
+# (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); that archive (or its
+# JSON files) put in .carry/peer-results/ and carried seeds $PEER_OUT when the host went cold.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
@@ -90,6 +90,13 @@ versus() {
   local name=$1 config=$2 ours=$3 spec=$4 item peer variants report budget all=1 peer_args=() without=""
   peer_env
   "$G" plan --config "$config" --json "$PEER_OUT/$name.plan.json" >/dev/null || { echo "plan failed"; return 1; }
+  # A cold host: reports from an earlier call (its NAME.reports.tar.xz, carried back) seed the resume.
+  if [ -f ".carry/peer-results/$name.reports.tar.xz" ]; then
+    local seed f
+    seed=$(mktemp -d) && tar -xJf ".carry/peer-results/$name.reports.tar.xz" -C "$seed" &&
+      for f in "$seed"/*.json; do [ -f "$PEER_OUT/$(basename "$f")" ] || cp "$f" "$PEER_OUT/"; done
+    rm -rf "$seed"
+  fi
   for item in $spec; do
     peer=${item%%:*} variants=${item#*:}
     report="$PEER_OUT/$name.$peer.json"
