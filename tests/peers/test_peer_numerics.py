@@ -13,7 +13,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(os.path.dirname(os.path.dirname(HERE)), "scripts", "peers"), HERE]
 
 try:
-    import torch
+    import torch  # noqa: F401 - only whether it imports
 except ImportError:
     print("torch is not importable: the numeric peer tests need it")
     sys.exit(2)
