@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
 # One GPU session, as recorded in docs/PERFORMANCE.md. Runs on the GPU host from the repository
-# root with a prebuilt binary (scripts/pack-gpu.sh) and, for peer steps, the FLA wheel
-# (scripts/peers/fetch-fla.sh). Usage: scripts/gpu-session.sh STEP...   (results go to $OUT_DIR)
-#   engine  info, calibrate, verify configs/ci.yaml, the broken variant (must exit 2),
-#           run configs/ci.yaml with the stage breakdown, the GPU tests
-#   decode  configs/decode.yaml: FLA (scripts/peers) then ours, with FLA beside us per shape
-#   mtp     configs/mtp.yaml, likewise
-#   legacy  configs/legacy-sm75.yaml, likewise (FLA's fused_recurrent is the control)
-#   prefill configs/qwen35-prefill.yaml, likewise (FLA's chunk)
+# root with a prebuilt binary (scripts/pack-gpu.sh) and, for peer steps, the peers' archives
+# (scripts/peers/fetch-peers.sh). Usage: scripts/gpu-session.sh STEP...   (results go to $OUT_DIR)
+#   engine        info, calibrate, verify configs/ci.yaml, the broken variant (must exit 2),
+#                 run configs/ci.yaml with the stage breakdown, the GPU tests
+#   peers-install unpack the .carry/peers/*.tar.xz this call carries into $PEER_SITE (idempotent;
+#                 FlashInfer's two archives may come in consecutive calls while the host is warm)
+#   peers-check   import each installed peer as its harness does and print versions and kernels
+#   smoke         configs/peers-smoke.yaml: every installed peer on every mapped path, then ours
+#   decode        configs/decode.yaml: FLA and FlashInfer, then ours, tables with every peer
+#   mtp           configs/mtp.yaml, likewise
+#   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
+#   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
+# An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
+# kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
+# it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
+# (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); that archive (or its
+# JSON files) put in .carry/peer-results/ and carried seeds $PEER_OUT when the host went cold.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
 OUT_DIR=${OUT_DIR:-${OUT:-out}}
-mkdir -p "$OUT_DIR"
+PEER_SITE=${PEER_SITE:-/tmp/peers/site}
+PEER_OUT=${PEER_OUT:-/tmp/peers/out}
+CALL_BUDGET=${CALL_BUDGET:-520}
+mkdir -p "$OUT_DIR" "$PEER_SITE" "$PEER_OUT"
 G="$BIN/gdnbench"
 if [ ! -x "$G" ] && [ -f .carry/gdn.tar.xz ]; then tar -C .carry -xJf .carry/gdn.tar.xz; fi
 
@@ -21,24 +33,115 @@ if [ -z "${GDNBENCH_CUPTI_PATH:-}" ]; then
   [ -n "$cupti" ] && export GDNBENCH_CUPTI_PATH="$cupti"
 fi
 
-peer_setup() {
-  [ -n "${PEER_READY:-}" ] && return
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl &&
-    export PYTHONPATH=/tmp/site PEER_READY=1
+# The parts each peer needs in $PEER_SITE (archive markers written by fetch-peers.sh).
+declare -A PARTS=([fla]="fla" [flashqla]="flashqla" [flashinfer]="flashinfer-1 flashinfer-2")
+
+peers_install() {
+  local a name sum
+  mkdir -p "$PEER_SITE/.peers-sha"
+  # The old way (scripts/peers/fetch-fla.sh): FLA's wheel in .whl/.
+  if compgen -G ".whl/fla_core-*.whl" >/dev/null && [ ! -f "$PEER_SITE/.peers/fla" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$PEER_SITE" \
+      .whl/fla_core-*.whl && mkdir -p "$PEER_SITE/.peers" && echo fla > "$PEER_SITE/.peers/fla"
+  fi
+  for a in .carry/peers/*.tar.xz; do
+    [ -f "$a" ] || continue
+    name=$(basename "$a" .tar.xz)
+    sum=$(sha256sum "$a" | cut -d' ' -f1)
+    if [ -f "$PEER_SITE/.peers/$name" ] && [ "$(cat "$PEER_SITE/.peers-sha/$name" 2>/dev/null)" = "$sum" ]; then
+      echo "peers-install: $name already in $PEER_SITE"
+      continue
+    fi
+    xz -dc "$a" | tar -x -C "$PEER_SITE" && echo "$sum" > "$PEER_SITE/.peers-sha/$name" &&
+      echo "peers-install: $name unpacked into $PEER_SITE" || echo "peers-install: $name FAILED to unpack"
+  done
 }
 
-# ours vs FLA on one sweep: FLA first (its own process), then ours with --peer.
-# PEER_TIMEOUT / OUR_TIMEOUT cap the sampling seconds per point (defaults 4 and 5).
+peer_ready() {  # peer_ready NAME: every part of the peer is in $PEER_SITE
+  local part
+  for part in ${PARTS[$1]}; do [ -f "$PEER_SITE/.peers/$part" ] || return 1; done
+}
+
+peer_env() {
+  export PYTHONPATH="$PEER_SITE:$PEER_SITE/nvidia_cutlass_dsl/dsl_packages${PYTHONPATH:+:$PYTHONPATH}"
+  export TVM_FFI_DISABLE_TORCH_C_DLPACK=1 PYTHONUNBUFFERED=1
+}
+
+peers_check() {
+  local p part
+  peer_env
+  for p in fla flashqla flashinfer; do
+    if peer_ready "$p"; then
+      python3 "scripts/peers/${p}_peer.py" --check-import 2>&1 | tail -n 12
+    else
+      for part in ${PARTS[$p]}; do
+        [ -f "$PEER_SITE/.peers/$part" ] || echo "$p: not installed: carry .carry/peers/$part.tar.xz (peers-install)"
+      done
+    fi
+  done
+}
+
+complete() { python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("complete") else 1)' "$1" 2>/dev/null; }
+left() { echo $((START + CALL_BUDGET - SECONDS)); }
+
+# One op: each peer (resumed, inside the call's budget), then ours with every peer's table.
+# versus NAME CONFIG OURS_GLOB "PEER:VARIANTS ..."
 versus() {
-  local name=$1 config=$2 ours=$3 peer_ops=$4 peer_variants=$5
-  peer_setup
-  "$G" plan --config "$config" --json "$OUT_DIR/$name.plan.json" >/dev/null
-  PYTHONUNBUFFERED=1 python3 scripts/peers/fla_peer.py --plan "$OUT_DIR/$name.plan.json" --ops "$peer_ops" \
-    --variants "$peer_variants" --timeout "${PEER_TIMEOUT:-4}" --out "$OUT_DIR/$name.fla.json" 2>&1 | tail -n 3
-  "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
-    --json "$OUT_DIR/$name.ours.json" --peer "$OUT_DIR/$name.fla.json"
+  local name=$1 config=$2 ours=$3 spec=$4 item peer variants report budget all=1 peer_args=() without=""
+  peer_env
+  "$G" plan --config "$config" --json "$PEER_OUT/$name.plan.json" >/dev/null || { echo "plan failed"; return 1; }
+  # A cold host: reports from an earlier call (its NAME.reports.tar.xz, carried back) seed the resume.
+  if [ -f ".carry/peer-results/$name.reports.tar.xz" ]; then
+    local seed f
+    seed=$(mktemp -d) && tar -xJf ".carry/peer-results/$name.reports.tar.xz" -C "$seed" &&
+      for f in "$seed"/*.json; do [ -f "$PEER_OUT/$(basename "$f")" ] || cp "$f" "$PEER_OUT/"; done
+    rm -rf "$seed"
+  fi
+  for item in $spec; do
+    peer=${item%%:*} variants=${item#*:}
+    report="$PEER_OUT/$name.$peer.json"
+    if ! peer_ready "$peer"; then
+      echo "$name: $peer not installed (peers-install with its archives): no $peer column"
+      without+=" $peer"
+      continue
+    fi
+    [ -f "$report" ] || [ ! -f ".carry/peer-results/$name.$peer.json" ] || cp ".carry/peer-results/$name.$peer.json" "$report"
+    peer_args+=(--peer "$report")
+    complete "$report" && { echo "$name: $peer report complete"; continue; }
+    budget=$(($(left) - ${POINT_RESERVE:-90}))
+    if ((budget < 30)); then all=0; continue; fi
+    timeout -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
+      --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" 2>&1 |
+      grep -v '^ ' | tail -n "${PEER_LOG_LINES:-8}"
+    if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but ours still runs
+      echo "$name: $peer wrote no report: no $peer column"
+      peer_args=("${peer_args[@]:0:${#peer_args[@]}-2}")
+      without+=" $peer"
+      continue
+    fi
+    complete "$report" || all=0
+  done
+  if ((all)); then
+    local ours_json="$PEER_OUT/$name.ours.json"
+    [ -f "$ours_json" ] || [ ! -f ".carry/peer-results/$name.ours.json" ] || cp ".carry/peer-results/$name.ours.json" "$ours_json"
+    budget=$(($(left) - 15))
+    local resume=()
+    [ -f "$ours_json" ] && resume=(--resume "$ours_json")
+    if ((budget > 30)); then
+      timeout -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
+        --json "$ours_json" "${resume[@]}" "${peer_args[@]}" ${peer_args:+--peer-markdown "$PEER_OUT/$name.peers.md"}
+      complete "$ours_json" || all=0
+    else
+      all=0
+    fi
+  fi
+  # The reports hold every sample (can pass the 16 MiB a returned file may have): one xz archive.
+  tar -C "$PEER_OUT" -cJf "$OUT_DIR/$name.reports.tar.xz" $(cd "$PEER_OUT" && ls "$name".*.json)
+  cp "$PEER_OUT/$name.peers.md" "$OUT_DIR"/ 2>/dev/null
+  ((all)) && echo "COMPLETE $name${without:+ (without$without)}" || echo "INCOMPLETE $name: run the same step again (reports in $PEER_OUT and \$OUT)"
 }
 
+START=$SECONDS
 for step in "$@"; do
   echo "=== $step"
   case $step in
@@ -55,10 +158,13 @@ for step in "$@"; do
       BIN_DIR="$BIN" bash scripts/gpu-tests.sh > "$OUT_DIR/gpu-tests.log" 2>&1
       echo "gpu tests: exit $?"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT_DIR/gpu-tests.log" | sort | uniq -c | head -40
       ;;
-    decode) versus decode configs/decode.yaml 'decode/fast' decode fla/fused_recurrent ;;
-    mtp) versus mtp configs/mtp.yaml 'mtp/fast' mtp fla/fused_recurrent ;;
-    legacy) versus legacy configs/legacy-sm75.yaml 'prefill/sm75_legacy' prefill fla/fused_recurrent ;;
-    prefill) versus prefill configs/qwen35-prefill.yaml 'prefill/*' prefill fla/chunk,fla/fused_recurrent ;;
+    peers-install) peers_install ;;
+    peers-check) peers_check ;;
+    smoke) versus smoke configs/peers-smoke.yaml "${OURS:-*}" "fla:fla/chunk,fla/fused_recurrent flashinfer: flashqla:" ;;
+    decode) versus decode configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
+    mtp) versus mtp configs/mtp.yaml "${OURS:-mtp/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
+    legacy) versus legacy configs/legacy-sm75.yaml "${OURS:-prefill/sm75_legacy}" "fla:fla/fused_recurrent" ;;
+    prefill) versus prefill configs/qwen35-prefill.yaml "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
     *) echo "unknown step $step"; exit 3 ;;
   esac
 done

@@ -14,7 +14,8 @@ namespace gdn::cli {
 namespace {
 
 struct RunArgs {
-  std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer, mode = "cold";
+  std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer_markdown, mode = "cold";
+  std::vector<std::string> peers;
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
   bool no_verify = false, breakdown = false, quiet = false, isolate = false;
@@ -38,7 +39,8 @@ void add_common(CLI::App* cmd, RunArgs& a) {
 
 // The parent's command line minus what only the parent does (outputs, resume, peer, isolate).
 std::vector<std::string> child_command(const std::vector<std::string>& argv) {
-  static const std::vector<std::string> with_value{"--json", "--csv", "--gbench", "--bigger-is-better", "--resume", "--peer"};
+  static const std::vector<std::string> with_value{"--json",   "--csv",  "--gbench",        "--bigger-is-better",
+                                                   "--resume", "--peer", "--peer-markdown"};
   std::vector<std::string> out;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -94,7 +96,14 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const int rc = run_sweep(cfg, opt, report);
 
   if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown));
-  if (!a.peer.empty()) fmt::print("{}", format_peer_table(report.cases, load_report(a.peer).cases));
+  if (!a.peers.empty()) {
+    // Every peer report's records together: a peer is known by its variants' prefix.
+    std::vector<CaseRecord> peer_cases;
+    for (const auto& path : a.peers)
+      for (auto& c : load_report(path).cases) peer_cases.push_back(std::move(c));
+    fmt::print("{}", format_peer_table(report.cases, peer_cases));
+    if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(report.cases, peer_cases));
+  }
   if (!a.csv.empty()) write_text(a.csv, format_csv(report.cases));
   if (!a.gbench.empty()) write_text(a.gbench, to_gbench(report).dump(2) + "\n");
   if (!a.bigger.empty()) write_text(a.bigger, to_bigger_is_better(report).dump(2) + "\n");
@@ -137,7 +146,12 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
   cmd->add_flag("--no-verify", a.no_verify, "Time without verifying first (not recommended)");
   cmd->add_flag("--breakdown", a.breakdown, "Show the per-kernel stage breakdown");
   cmd->add_option("--resume", a.resume, "Skip the cases this report already holds (and keep them)");
-  cmd->add_option("--peer", a.peer, "A peer's report (scripts/peers): show its time beside ours per shape");
+  cmd->add_option("--peer", a.peers,
+                  "A peer's report (scripts/peers; repeatable): each peer's time beside ours per shape, the best "
+                  "peer and ours/best")
+      ->allow_extra_args(false);  // one path per --peer, so the --isolate child drops exactly that
+  cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer)")
+      ->needs("--peer");
   cmd->callback([&action, argv] { action = [argv] { return execute(a, true, argv); }; });
 }
 

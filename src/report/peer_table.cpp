@@ -1,31 +1,157 @@
 #include "report/peer_table.h"
 
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <map>
+
+#include "report/text_table.h"
 
 namespace gdn {
 namespace {
+
 std::string us(double s) { return std::isfinite(s) ? fmt::format("{:.2f}", s * 1e6) : "-"; }
+
+std::string row_key(const CaseRecord& r) { return r.op() + "|" + r.shape_key() + "|" + r.mode; }
+
+bool measured(const CaseRecord& r) { return r.status == CaseStatus::ok && r.timed && r.timing.stats.median > 0; }
+
+// A peer's cell: its median when verified and timed, else why there is no number.
+std::string cell(const CaseRecord* p) {
+  if (!p) return "-";
+  if (measured(*p)) return us(p->timing.stats.median);
+  switch (p->status) {
+    case CaseStatus::skipped: return "skip";
+    case CaseStatus::verify_failed: return "FAIL";
+    case CaseStatus::error: return "error";
+    default: return "-";
+  }
+}
+
+std::string ratio(double x) { return std::isfinite(x) ? fmt::format("{:.2f}x", x) : "-"; }
+
+std::string markdown_cell(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
 }  // namespace
 
-std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peer) {
-  std::multimap<std::string, const CaseRecord*> by_key;
-  for (auto& p : peer)
-    if (p.status == CaseStatus::ok && p.timed) by_key.emplace(p.op() + "|" + p.shape_key() + "|" + p.mode, &p);
-  std::string out = fmt::format("\n{:<18} {:<72} {:>11} {:<28} {:>11} {:>8}\n", "variant", "shape", "ours us", "peer",
-                                "peer us", "speedup");
-  int rows = 0;
-  for (auto& r : ours) {
-    if (r.status != CaseStatus::ok || !r.timed) continue;
-    auto range = by_key.equal_range(r.op() + "|" + r.shape_key() + "|" + r.mode);
-    for (auto it = range.first; it != range.second; ++it) {
-      const double a = r.timing.stats.median, b = it->second->timing.stats.median;
-      out += fmt::format("{:<18} {:<72} {:>11} {:<28} {:>11} {:>7.2f}x\n", r.variant, r.shape_key(), us(a),
-                         it->second->variant, us(b), b / a);
-      ++rows;
+std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers) {
+  // key -> variant -> first record of that variant (a later report's duplicate is ignored).
+  std::map<std::string, std::map<std::string, const CaseRecord*>> by_key;
+  for (const auto& p : peers) by_key[row_key(p)].emplace(p.variant, &p);
+
+  std::vector<PeerSection> sections;
+  auto section_of = [&](const std::string& op) -> PeerSection& {
+    for (auto& s : sections)
+      if (s.op == op) return s;
+    sections.push_back(PeerSection{op, {}, {}, 0, {}});
+    return sections.back();
+  };
+  for (const auto& r : ours) {
+    if (!measured(r)) continue;
+    auto it = by_key.find(row_key(r));
+    if (it == by_key.end()) continue;
+    PeerSection& sec = section_of(r.op());
+    for (const auto& [variant, rec] : it->second)
+      if (std::find(sec.columns.begin(), sec.columns.end(), variant) == sec.columns.end()) sec.columns.push_back(variant);
+    PeerRow row;
+    row.ours = &r;
+    sec.rows.push_back(row);
+  }
+  for (auto& sec : sections) {
+    std::sort(sec.columns.begin(), sec.columns.end());
+    for (auto& row : sec.rows) {
+      const auto& found = by_key.at(row_key(*row.ours));
+      for (std::size_t c = 0; c < sec.columns.size(); ++c) {
+        auto f = found.find(sec.columns[c]);
+        const CaseRecord* p = f == found.end() ? nullptr : f->second;
+        row.peers.push_back(p);
+        if (!p || !measured(*p)) continue;
+        if (p->device != row.ours->device) {
+          if (std::find(sec.other_devices.begin(), sec.other_devices.end(), p->device) == sec.other_devices.end())
+            sec.other_devices.push_back(p->device);
+          continue;  // another GPU's number is no comparison
+        }
+        const double t = p->timing.stats.median;
+        if (row.best < 0 || t < row.best_s) row.best = int(c), row.best_s = t;
+      }
+      if (row.best >= 0) row.ours_over_best = row.ours->timing.stats.median / row.best_s;
+      sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
     }
   }
-  if (rows == 0) out += "(no shape of this run is in the peer report)\n";
+  return sections;
+}
+
+std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers) {
+  const auto sections = build_peer_sections(ours, peers);
+  if (sections.empty()) return "\n(no shape of this run is in the peer reports)\n";
+  std::string out;
+  for (const auto& sec : sections) {
+    using Align = TextTable::Align;
+    TextTable t;
+    t.column("variant");
+    t.column("shape");
+    t.column("ours us", Align::right);
+    for (const auto& c : sec.columns) t.column(c + " us", Align::right);
+    t.column("best peer");
+    t.column("ours/best", Align::right);
+    for (const auto& row : sec.rows) {
+      std::vector<std::string> cells{row.ours->variant, row.ours->shape_key(), us(row.ours->timing.stats.median)};
+      for (const auto* p : row.peers) cells.push_back(cell(p));
+      cells.push_back(row.best >= 0 ? sec.columns[row.best] : "-");
+      cells.push_back(ratio(row.ours_over_best));
+      t.row(cells);
+    }
+    out += fmt::format("\n{} against the peers (median us; skip/FAIL/error: no verified number; ours/best > 1: the "
+                       "peer is faster)\n",
+                       sec.op);
+    out += t.render();
+    out += fmt::format("{}: a peer is faster on {} of {} rows\n", sec.op, sec.peer_ahead, sec.rows.size());
+    for (const auto& d : sec.other_devices)
+      out += fmt::format("warning: peer records from another device ({}) are not compared\n", d);
+  }
+  return out;
+}
+
+std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers) {
+  const auto sections = build_peer_sections(ours, peers);
+  if (sections.empty()) return "(no shape of this run is in the peer reports)\n";
+  std::string out;
+  for (const auto& sec : sections) {
+    std::vector<const PeerRow*> rows;
+    for (const auto& r : sec.rows) rows.push_back(&r);
+    // Rows where a peer is faster first (largest ours/best first), then the others in run order.
+    std::stable_sort(rows.begin(), rows.end(), [](const PeerRow* a, const PeerRow* b) {
+      const bool ahead_a = a->ours_over_best > 1.0, ahead_b = b->ours_over_best > 1.0;
+      if (ahead_a != ahead_b) return ahead_a;
+      return ahead_a && a->ours_over_best > b->ours_over_best;
+    });
+    out += fmt::format("**{}**: a peer is faster on {} of {} rows (listed first); median us, `skip` / `FAIL` / "
+                       "`error`: no verified peer number\n\n",
+                       sec.op, sec.peer_ahead, sec.rows.size());
+    out += "| variant | shape | ours |";
+    std::string rule = "|---|---|---:|";
+    for (const auto& c : sec.columns) out += fmt::format(" {} |", markdown_cell(c)), rule += "---:|";
+    out += " best peer | ours / best |\n" + rule + "---|---:|\n";
+    for (const auto* row : rows) {
+      out += fmt::format("| {} | `{}` | {} |", markdown_cell(row->ours->variant), markdown_cell(row->ours->shape_key()),
+                         us(row->ours->timing.stats.median));
+      for (std::size_t c = 0; c < row->peers.size(); ++c) {
+        const std::string v = cell(row->peers[c]);
+        out += fmt::format(" {} |", int(c) == row->best ? "**" + v + "**" : v);
+      }
+      const std::string r = ratio(row->ours_over_best);
+      out += fmt::format(" {} | {} |\n", row->best >= 0 ? markdown_cell(sec.columns[row->best]) : "-",
+                         row->ours_over_best > 1.0 ? "**" + r + "**" : r);
+    }
+    for (const auto& d : sec.other_devices)
+      out += fmt::format("\nPeer records from another device ({}) are not compared.\n", markdown_cell(d));
+    out += "\n";
+  }
   return out;
 }
 

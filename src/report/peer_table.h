@@ -1,5 +1,7 @@
-// Ours against a peer's report (FLA through scripts/peers), row by row: the same op, shape
-// and mode measured in one run on one device.
+// Ours against the peers' reports (scripts/peers: FLA, FlashInfer, FlashQLA), row by row: the
+// same op, shape and mode, measured in one session on one device. A view of the records: one
+// section per op, one column per peer variant that has a record for a row of it, the fastest
+// verified peer and ours / best per row. Only verified (ok) and timed peer records give numbers.
 #pragma once
 
 #include <string>
@@ -9,6 +11,27 @@
 
 namespace gdn {
 
-std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peer);
+struct PeerRow {
+  const CaseRecord* ours = nullptr;
+  std::vector<const CaseRecord*> peers;  // one per section column; nullptr: no record
+  int best = -1;                         // column of the fastest verified peer; -1: none
+  double best_s = kNaN;
+  double ours_over_best = kNaN;          // > 1: the best peer is faster than ours
+};
+
+struct PeerSection {
+  std::string op;
+  std::vector<std::string> columns;  // peer variants, first-seen order
+  std::vector<PeerRow> rows;         // ours in report order
+  int peer_ahead = 0;                // rows where the best peer is faster
+  std::vector<std::string> other_devices;  // peer records matched from another device (not comparable)
+};
+
+// peers: the cases of every peer report (several reports, or one report with several peers).
+std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
+
+std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
+// The same rows as markdown, each section with the rows where a peer is faster first.
+std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
 
 }  // namespace gdn

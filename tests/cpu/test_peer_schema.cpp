@@ -1,6 +1,8 @@
-// The FLA peer harness (scripts/peers/fla_peer.py) against gdnbench: its pure-Python self-test
-// passes, and the schema-test report it writes loads with load_report, with the Python key, work
-// model and statistics equal to the C++ ones. No GPU, torch or FLA needed (python3 only).
+// The peer harnesses (scripts/peers/{fla,flashinfer,flashqla}_peer.py) against gdnbench: their
+// pure-Python self-test passes, the argument-mapping tests against fake peer modules pass
+// (tests/peers/test_peer_mapping.py), and the schema-test report each writes loads with
+// load_report, with the Python key, work model and statistics equal to the C++ ones. No GPU,
+// torch or peer package needed (python3 only).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +25,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kScript = std::string(GDN_SOURCE_DIR) + "/scripts/peers/fla_peer.py";
+const std::string kPeers = std::string(GDN_SOURCE_DIR) + "/scripts/peers/";
+const std::string kScript = kPeers + "fla_peer.py";
+
+// One harness: its script, report tool name, the variant its sample skip names and a word of
+// that skip's reason (peerlib/peers.py, PeerDef.sample_skip).
+struct Harness {
+  std::string script, tool, skip_variant, skip_word;
+};
+const Harness kHarnesses[] = {
+    {"fla_peer.py", "fla", "fla/fused_recurrent", "fp32"},
+    {"flashinfer_peer.py", "flashinfer", "flashinfer/chunk", "128"},
+    {"flashqla_peer.py", "flashqla", "flashqla/chunk", "128"},
+};
+void PrintTo(const Harness& h, std::ostream* os) { *os << h.script; }
 
 int run_shell(const std::string& cmd) {
   const int rc = std::system(cmd.c_str());
@@ -51,6 +66,28 @@ void expect_close(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-12 * std::max(std::abs(a), std::abs(b))) << what;
 }
 
+// Runs tests/peers/NAME, which prints "N passed, M failed" and exits 0 only when all passed.
+void expect_python_test_passes(const std::string& name) {
+  const auto log = temp_file(name + ".log");
+  const int rc = run_shell("python3 '" + std::string(GDN_SOURCE_DIR) + "/tests/peers/" + name + "' > '" + log + "' 2>&1");
+  const auto out = read_text(log);
+  fs::remove(log);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find(" 0 failed"), std::string::npos) << out;
+}
+
+TEST(PeerHarness, MappingAgainstFakePeerModulesPasses) {
+  if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
+  expect_python_test_passes("test_peer_mapping.py");
+}
+
+// The torch path (inputs, TorchOps, MappedCall, verification) against numeric stand-ins of the
+// peers; needs torch, which CI machines may not have.
+TEST(PeerHarness, NumericsAgainstStandInPeersPass) {
+  if (run_shell("python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "torch is not importable";
+  expect_python_test_passes("test_peer_numerics.py");
+}
+
 TEST(PeerHarness, SelfTestPasses) {
   if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
   const auto log = temp_file("fla_peer_selftest.log");
@@ -61,28 +98,26 @@ TEST(PeerHarness, SelfTestPasses) {
   EXPECT_NE(out.find(" 0 failed"), std::string::npos) << out;
 }
 
-class SampleReport : public ::testing::Test {
+class SampleReport : public ::testing::TestWithParam<Harness> {
  protected:
-  static void SetUpTestSuite() {
-    if (!have_python()) return;
-    const auto path = temp_file("fla_peer_sample.json");
-    const int rc = run_shell("python3 '" + kScript + "' --write-sample-report '" + path + "'");
-    ASSERT_EQ(rc, 0) << "fla_peer.py --write-sample-report failed";
+  void SetUp() override {
+    if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
+    const auto path = temp_file(GetParam().tool + "_peer_sample.json");
+    const int rc = run_shell("python3 '" + kPeers + GetParam().script + "' --write-sample-report '" + path + "'");
+    ASSERT_EQ(rc, 0) << GetParam().script << " --write-sample-report failed";
     raw_ = nlohmann::json::parse(read_text(path));
     report_ = load_report(path);
     fs::remove(path);
-    loaded_ = true;
   }
-  void SetUp() override {
-    if (!loaded_) GTEST_SKIP() << "python3 (>= 3.8) not found";
-  }
-  static inline bool loaded_ = false;
-  static inline nlohmann::json raw_;
-  static inline RunReport report_;
+  nlohmann::json raw_;
+  RunReport report_;
 };
 
-TEST_F(SampleReport, HeaderRoundTrips) {
-  EXPECT_EQ(raw_["tool"]["name"], "fla");
+INSTANTIATE_TEST_SUITE_P(Harnesses, SampleReport, ::testing::ValuesIn(kHarnesses),
+                         [](const auto& info) { return info.param.tool; });
+
+TEST_P(SampleReport, HeaderRoundTrips) {
+  EXPECT_EQ(raw_["tool"]["name"], GetParam().tool);
   EXPECT_EQ(report_.tool_version, "schema-test");
   EXPECT_EQ(report_.command, "peer");
   EXPECT_EQ(report_.mode, "cold");
@@ -96,7 +131,7 @@ TEST_F(SampleReport, HeaderRoundTrips) {
   EXPECT_EQ(report_.devices[0].driver_version, "13.0");
 }
 
-TEST_F(SampleReport, ShapesKeysAndWorkMatchTheCpp) {
+TEST_P(SampleReport, ShapesKeysAndWorkMatchTheCpp) {
   ASSERT_EQ(report_.cases.size(), raw_["cases"].size());
   ASSERT_GE(report_.cases.size(), 4u);
   for (std::size_t i = 0; i < report_.cases.size(); ++i) {
@@ -115,24 +150,26 @@ TEST_F(SampleReport, ShapesKeysAndWorkMatchTheCpp) {
   }
 }
 
-TEST_F(SampleReport, NothingIsPresentedAsAMeasurement) {
+TEST_P(SampleReport, NothingIsPresentedAsAMeasurement) {
   const auto& skip = report_.cases[0];
-  EXPECT_EQ(skip.variant, "fla/fused_recurrent");
+  EXPECT_EQ(skip.variant, GetParam().skip_variant);
   EXPECT_EQ(skip.status, CaseStatus::skipped);
-  EXPECT_NE(skip.reason.find("fp32"), std::string::npos) << skip.reason;
+  EXPECT_NE(skip.reason.find(GetParam().skip_word), std::string::npos) << skip.reason;
   EXPECT_FALSE(skip.timed);
   for (std::size_t i = 1; i < report_.cases.size(); ++i) {
     const auto& r = report_.cases[i];
-    EXPECT_EQ(r.variant, "fla/schema-test");
+    EXPECT_EQ(r.variant, GetParam().tool + "/schema-test");
     EXPECT_EQ(r.status, CaseStatus::skipped);
     EXPECT_EQ(r.reason, "schema test");
     EXPECT_FALSE(r.timed);
     EXPECT_TRUE(std::isnan(r.tbps));
     EXPECT_TRUE(std::isnan(r.tflops));
+    // Each record states how it was (or would be) timed.
+    EXPECT_EQ(raw_["cases"][i]["timing_method"].get<std::string>().rfind("CUPTI kernel span", 0), 0u);
   }
 }
 
-TEST_F(SampleReport, TimingAndVerificationRoundTripWithEqualStatistics) {
+TEST_P(SampleReport, TimingAndVerificationRoundTripWithEqualStatistics) {
   const auto& r = report_.cases[1];
   EXPECT_EQ(r.timer, "cupti-torch-profiler");
   ASSERT_EQ(r.timing.samples_s.size(), 40u);

@@ -15,6 +15,7 @@ state_v_first); varlen means B = 1 and cu_seqlens [N + 1]."""
 import torch
 
 from . import inputs as inp
+from . import reference_inputs as ri
 
 CHUNK_SIZE = 64
 
@@ -41,8 +42,6 @@ class FlaCall:
                 cu_cpu = torch.tensor(cu, dtype=torch.int64)
                 kw.update(cu_seqlens_cpu=cu_cpu,
                           chunk_indices=fla.prepare_chunk_indices(cu_dev, CHUNK_SIZE, cu_seqlens_cpu=cu_cpu))
-            self.ref_h0 = t.get("h0")
-            self.ref_cu = cu
         else:
             idx = t["indices"]
             valid = torch.nonzero(idx >= 0).flatten()
@@ -55,10 +54,6 @@ class FlaCall:
             state = pool if identity else pool.index_select(0, slots)
             keep = s["op"] == "decode" or s["update_state"]
             kw.update(initial_state=state, output_final_state=bool(keep))
-            steps = q.shape[1]
-            self.ref_h0 = state
-            self.ref_cu = [i * steps for i in range(q.shape[0] + 1)]
-            self.rows_run = q.shape[0]
         self._pick = (lambda x: x) if rows is None else (lambda x: x.index_select(0, rows))
         lead = (lambda x: x.unsqueeze(0)) if s["op"] == "prefill" else (lambda x: x)
 
@@ -80,25 +75,16 @@ class FlaCall:
 
     # ---- verification views -------------------------------------------------------------
 
+    def reset(self):
+        """Nothing to restore: FLA reads initial_state and writes a new final-state tensor."""
+
     def reference_inputs(self):
-        """Token-major fp32/bf16 tensors of the rows FLA ran, for reference.recurrent."""
-        s, t = self.s, self.t
-        flat = (lambda x: x) if s["op"] == "prefill" else (lambda x: x.reshape(-1, *x.shape[2:]))
-        pick = self._pick
-        q, k, v = (flat(pick(t[n])) for n in ("q", "k", "v"))
-        if s["gate"] == "log":
-            g, beta = flat(pick(t["g"])), flat(pick(t["beta"]))
-        else:
-            g, beta = inp.gate_from_raw(t["A_log"], flat(pick(t["a"])), t["dt_bias"], flat(pick(t["b"])))
-        h0 = self.ref_h0
-        if h0 is not None and self.vk:
-            h0 = h0.transpose(-1, -2)
-        return {"q": q, "k": k, "v": v, "g": g, "beta": beta, "cu": self.ref_cu, "h0_kv": h0}
+        return ri.reference_inputs(self.s, self.t)
 
     def outputs(self, result):
-        """(o [T, HV, V], final state [N, HV, K, V] in kv layout or None)."""
+        """{o [T, HV, V], final [N, HV, K, V] in kv layout or None} as MappedCall gives them."""
         o, final = result
         o = o.reshape(-1, *o.shape[-2:])
         if final is not None and self.vk:
             final = final.transpose(-1, -2)
-        return o, final
+        return {"o": o, "final": final, "intermediate": None, "untouched_diff": None, "untouched_checked": 0}

@@ -9,6 +9,8 @@ is skipped with the reason, never approximated silently."""
 import inspect
 from dataclasses import dataclass, field
 
+from .plan import Plan  # noqa: F401 - re-exported: the FLA harness's plans
+
 VARIANTS = {
     "prefill": ["fla/chunk", "fla/fused_recurrent"],
     "decode": ["fla/fused_recurrent"],
@@ -44,15 +46,6 @@ def probe_caps(recurrent_fn, chunk_fn):
         src = ""
     caps.chunk_gate_in_kernel = "use_gate_in_kernel" in caps.chunk or "use_gate_in_kernel" in src
     return caps
-
-
-@dataclass
-class Plan:
-    variant: str
-    skip: str = ""                                  # non-empty: skipped, with this reason
-    notes: list = field(default_factory=list)       # how the call differs from gdnbench's
-    differences: list = field(default_factory=list) # the notes that change what is measured, short
-    raw_gate_in_kernel: bool = False                # else g/beta computed by torch outside timing
 
 
 def _raw_gate(s, variant, caps, p):

@@ -13,11 +13,13 @@ def sample_heads(hv, limit=4):
     return picks[:limit]
 
 
-def recurrent(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group):
+def recurrent(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group, on_step=None):
     """o [T, len(heads), V] and final states [N, len(heads), K, V], both fp64.
 
     q, k [T, H, K]; v [T, HV, V]; g, beta [T, HV] (log form); cu: host list of N+1 offsets;
-    h0_kv: [N, HV, K, V] (kv layout) or None; heads: value heads to run."""
+    h0_kv: [N, HV, K, V] (kv layout) or None; heads: value heads to run. on_step(t, state) sees
+    the state after step t of every sequence (the mtp intermediate cache is checked this way,
+    without keeping every step's state)."""
     dev = v.device
     hsel = torch.tensor(heads, device=dev)
     q = q.index_select(1, hsel // group).double()
@@ -55,7 +57,33 @@ def recurrent(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group):
         delta = bp[:, t, :, None] * (vp[:, t] - pred)
         state.add_(kt[..., :, None] * delta[..., None, :])
         o[:, t] = scale * torch.einsum("nhkv,nhk->nhv", state, qp[:, t])
+        if on_step is not None:
+            on_step(t, state)
     return o[seq, pos], state
+
+
+class StepCheck:
+    """SPEC 4 metrics of a per-step state output, accumulated step by step: `out` is
+    [N, L, heads, K, V] (kv), compared with the reference's state after each step."""
+
+    def __init__(self, out):
+        self.out = out
+        self.diff2, self.ref2, self.max_abs, self.nonfinite = 0.0, 0.0, 0.0, 0
+
+    def __call__(self, t, state):
+        x = self.out[:, t].double()
+        self.nonfinite += int((~torch.isfinite(x)).sum())
+        d = x - state
+        self.diff2 += float((d * d).sum())
+        self.ref2 += float((state * state).sum())
+        if d.numel():
+            self.max_abs = max(self.max_abs, float(d.abs().max()))
+
+    def result(self, name, tolerance):
+        rel = math.sqrt(self.diff2 / self.ref2) if self.ref2 > 0 else math.nan
+        passed = self.nonfinite == 0 and math.isfinite(rel) and rel <= tolerance
+        return {"tensor": name, "rel_l2": rel, "max_abs": self.max_abs, "tolerance": tolerance,
+                "checked": int(self.out.numel()), "nonfinite": self.nonfinite, "passed": passed}
 
 
 def check(name, out, ref, tolerance):

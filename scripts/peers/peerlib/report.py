@@ -36,11 +36,11 @@ def stats_json(s):
 
 
 def check_json(tensor, rel_l2=math.nan, max_abs=math.nan, tolerance=math.nan, checked=0, nonfinite=0,
-               passed=False):
-    # unwritten / untouched_diff: FLA allocates its outputs and never touches the pool, so neither
-    # can be observed (poisoning needs the caller to own the output buffers).
+               passed=False, untouched_diff=0):
+    # unwritten: peers allocate or own their outputs' contents, so poisoning is not observed.
+    # untouched_diff: changed elements of pool slots no row names (peers that update a pool in place).
     return {"tensor": tensor, "rel_l2": num(rel_l2), "max_abs": num(max_abs), "tolerance": num(tolerance),
-            "checked": int(checked), "nonfinite": int(nonfinite), "unwritten": 0, "untouched_diff": 0,
+            "checked": int(checked), "nonfinite": int(nonfinite), "unwritten": 0, "untouched_diff": int(untouched_diff),
             "pass": bool(passed)}
 
 
@@ -125,12 +125,12 @@ def host_info():
             "memory_bytes": mem, "llc_bytes": llc, "os": platform.release()}
 
 
-def report_json(tool_version, argv, plan, mode, devices, started_at, harness):
+def report_json(tool_version, argv, plan, mode, devices, started_at, harness, tool_name="fla"):
     """The RunReport shell; cases are appended and the file rewritten after every point."""
     cfg = plan.get("config", {}) if plan else {}
     return {
         "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "fla", "version": tool_version, "git_sha": ""},
+        "tool": {"name": tool_name, "version": tool_version, "git_sha": ""},
         "argv": list(argv),
         "command": "peer",
         "config": {"path": cfg.get("path", ""), "hash": cfg.get("hash", "")},

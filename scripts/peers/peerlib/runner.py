@@ -1,43 +1,24 @@
-"""Runs FLA over a gdnbench plan: per point, inputs once; per variant, warm-up, verification
-against the torch reference, then timing; one record per (point, variant), the report rewritten
-after each."""
+"""Runs one peer over a gdnbench plan: per point, inputs once; per variant, warm-up (the first
+call compiles; if it raises, the point is a skip with the message), verification against the
+torch reference, then timing; one record per (point, variant), the report rewritten after each.
+Every peer goes through this file: one timing method, one verification path, one writer."""
 
-import os
 import sys
 import time
 import traceback
-from types import SimpleNamespace
 
 import torch
 
-from . import fla_support, inputs, reference
+from . import inputs
 from . import report as rp
 from . import shapes as sh
 from . import timing as tm
-from .fla_calls import FlaCall
-
-
-def load_fla():
-    """FLA's two entry points and what they accept. Backend dispatch is turned off so "fla/chunk"
-    is FLA's own Triton path even where FlashQLA is installed."""
-    os.environ.setdefault("FLA_DISABLE_BACKEND_DISPATCH", "1")
-    import fla
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-    try:
-        from fla.ops.utils.index import prepare_chunk_indices
-    except ImportError:
-        prepare_chunk_indices = None
-    caps = fla_support.probe_caps(fused_recurrent_gated_delta_rule, chunk_gated_delta_rule)
-    if prepare_chunk_indices is None or not {"chunk_indices", "cu_seqlens_cpu"} <= caps.chunk:
-        prepare_chunk_indices = None
-    return SimpleNamespace(version=getattr(fla, "__version__", "unknown"), recurrent=fused_recurrent_gated_delta_rule,
-                           chunk=chunk_gated_delta_rule, prepare_chunk_indices=prepare_chunk_indices, caps=caps,
-                           dispatch=os.environ.get("FLA_DISABLE_BACKEND_DISPATCH") != "1")
-
+from .runner_text import timing_method
+from .verify import verify_call
 
 class Runner:
-    def __init__(self, args, fla, device_index, report, out_path):
-        self.args, self.fla, self.report, self.out_path = args, fla, report, out_path
+    def __init__(self, args, peer, loaded, device_index, report, out_path):
+        self.args, self.peer, self.loaded, self.report, self.out_path = args, peer, loaded, report, out_path
         self.device = torch.device("cuda", device_index)
         self.device_name = torch.cuda.get_device_name(device_index)
         self.rule = args.rule
@@ -63,8 +44,11 @@ class Runner:
         if key != point["shape_key"]:
             self.log(f"warning: {point['case']}: the plan's key '{point['shape_key']}' is not the key this "
                      f"harness computes ('{key}'); records carry the plan's")
-        variants = [v for v in fla_support.VARIANTS[s["op"]] if not self.args.variants or v in self.args.variants]
-        plans = [fla_support.plan_point(s, v, self.fla.caps) for v in variants]
+        variants = [v for v in self.peer.variants[s["op"]] if not self.args.variants or v in self.args.variants]
+        plans = [self.peer.plan_point(s, v, self.loaded.caps) for v in variants]
+        for p in plans:
+            if self.args.mode == "graph" and not p.skip and p.variant in (self.peer.graph_skip or {}):
+                p.skip = self.peer.graph_skip[p.variant]
         plans = [p for p in plans if (point["case"], p.variant, point["shape_key"], point["seed"]) not in self.done]
         if not plans:
             return
@@ -98,32 +82,50 @@ class Runner:
         return rec["reason"][:60]
 
     def record(self, point, plan, status, reason="", **kw):
-        return rp.record_json(point, plan.variant, self.args.mode, self.device_name, status=status, reason=reason,
-                              notes=plan.notes, **kw)
+        rec = rp.record_json(point, plan.variant, self.args.mode, self.device_name, status=status, reason=reason,
+                             notes=plan.notes, **kw)
+        rec["function"] = plan.function
+        rec["timing_method"] = timing_method(self.args.mode) if rec["timing"] else ""
+        return rec
 
     def run_variant(self, point, s, plan, tensors, work, ref_cache):
+        name = self.peer.title
         try:
-            call = FlaCall(self.fla, s, plan, tensors, self.device)
-            for _ in range(max(self.rule.warmup_runs, 1)):  # Triton compiles and autotunes here
+            call = self.peer.make_call(self.loaded, s, plan, tensors, self.device)
+            notes = plan.notes + getattr(call, "notes", [])
+        except Exception as e:  # noqa: BLE001 - an argument the peer's API refuses: not a measurement
+            traceback.print_exc()
+            return self.record(point, plan, "skipped", f"{name} refused the arguments: {_message(e)}", work=work)
+        try:
+            call()  # the first call compiles (CuTe DSL, TileLang, Triton)
+            torch.cuda.synchronize()
+        except torch.cuda.OutOfMemoryError as e:
+            torch.cuda.empty_cache()
+            return self.record(point, plan, "error", f"out of GPU memory: {_message(e)}", work=work)
+        except Exception as e:  # noqa: BLE001 - cannot run or cannot compile: a skip with the message
+            traceback.print_exc()
+            return self.record(point, plan, "skipped", f"{name} failed at its first call (compile or argument "
+                               f"check): {_message(e)}", work=work)
+        try:
+            for _ in range(max(self.rule.warmup_runs - 1, 0)):
                 call()
             torch.cuda.synchronize()
             verification = self.verify(call, s, ref_cache)
             timing, timer_notes = self.time(call)
         except torch.cuda.OutOfMemoryError as e:
             torch.cuda.empty_cache()
-            return self.record(point, plan, "error", f"out of GPU memory: {str(e).splitlines()[0]}", work=work)
+            return self.record(point, plan, "error", f"out of GPU memory: {_message(e)}", work=work)
         except Exception as e:  # noqa: BLE001 - one broken point must not end the run
             traceback.print_exc()
-            return self.record(point, plan, "error", f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:500],
-                               work=work)
+            return self.record(point, plan, "error", _message(e), work=work)
         failed = verification["ran"] and not verification["pass"]
         reason = "; ".join(plan.differences)
         if failed:
             bad = [c["tensor"] for c in verification["checks"] if not c["pass"]]
-            reason = f"FLA disagrees with the reference on {', '.join(bad)}" + (f"; {reason}" if reason else "")
+            reason = f"{name} disagrees with the reference on {', '.join(bad)}" + (f"; {reason}" if reason else "")
         rec = self.record(point, plan, "verify_failed" if failed else "ok", reason, verification=verification,
                           timing=timing, work=work)
-        rec["notes"] = plan.notes + timer_notes
+        rec["notes"] = notes + timer_notes
         return rec
 
     # ---- verification -----------------------------------------------------------------------
@@ -131,40 +133,8 @@ class Runner:
     def verify(self, call, s, ref_cache):
         if self.args.no_verify:
             return rp.verification_json(scope="not verified: --no-verify")
-        t0 = time.monotonic()
-        o, final = call.outputs(call())
-        torch.cuda.synchronize()
-        ri = call.reference_inputs()
-        cu = ri["cu"]
-        steps = max(cu[i + 1] - cu[i] for i in range(len(cu) - 1))
-        hv, kv = s["h_v"], s["dk"] * s["dv"]
-        tokens = cu[-1]
-        sample = reference.sample_heads(hv)
-        if steps > self.args.verify_max_steps:
-            return rp.verification_json(scope=f"not verified: too large ({steps} steps > {self.args.verify_max_steps})")
-        if tokens * hv * kv <= self.args.verify_max_work:
-            heads, scope = list(range(hv)), "full"
-        elif tokens * len(sample) * kv <= self.args.verify_max_sampled_work:
-            heads = sample
-            scope = f"value heads {','.join(map(str, heads))} of all {len(cu) - 1} sequences"
-        else:
-            return rp.verification_json(scope=f"not verified: too large ({tokens * hv * kv} state-update work)")
-        if s["op"] != "prefill" and s["indices"] == "padded":
-            scope += f" (the {len(cu) - 1} valid rows)"
-        key = tuple(heads)
-        if key not in ref_cache:
-            ref_cache[key] = reference.recurrent(ri["q"], ri["k"], ri["v"], ri["g"], ri["beta"], cu, ri["h0_kv"],
-                                                 sh.effective_scale(s), s["l2norm"], heads, s["h_v"] // s["h_qk"])
-        ref_o, ref_state = ref_cache[key]
-        tol = sh.tolerances(s)
-        hsel = torch.tensor(heads, device=o.device)
-        checks = [reference.check("o", o.index_select(1, hsel), ref_o, tol["o"])]
-        if final is not None:
-            name = "ht" if s["op"] == "prefill" else "pool"
-            checks.append(reference.check(name, final.index_select(1, hsel), ref_state, tol[name]))
-        checks = [rp.check_json(c["tensor"], c["rel_l2"], c["max_abs"], c["tolerance"], c["checked"], c["nonfinite"],
-                                c["passed"]) for c in checks]
-        return rp.verification_json(True, all(c["pass"] for c in checks), scope, time.monotonic() - t0, checks)
+        return verify_call(call, s, ref_cache, self.args.verify_max_work, self.args.verify_max_sampled_work,
+                           self.args.verify_max_steps)
 
     # ---- timing -------------------------------------------------------------------------------
 
@@ -194,3 +164,9 @@ class Runner:
         timing = rp.timing_json(timer.name, m["samples"], m["stats"], m["converged"], m["stop_reason"], m["wall_s"],
                                 m["kernels"], m["sm_clock_mhz"], m["kernels_sum_median_s"])
         return timing, notes
+
+
+def _message(e):
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else ""
+    return f"{type(e).__name__}: {first}"[:500]

@@ -1,11 +1,11 @@
-"""`fla_peer.py --self-test`: the parts that need no GPU, against hand-computed numbers.
+"""`<peer>_peer.py --self-test` (the same for every peer): the parts that need no GPU, against hand-computed numbers.
 Torch-dependent checks (input distributions, the reference) run on the CPU when torch is
 importable and are skipped with a message otherwise. Exit status 0 only when every check passed."""
 
 import math
 import sys
 
-from . import events, fla_support
+from . import events, fla_support, peers, runner_text
 from . import report as rp
 from . import sample_report
 from . import shapes as sh
@@ -136,16 +136,22 @@ def check_keys_and_rules(c):
 
 
 def check_sample_report(c):
-    doc = sample_report.build()
-    c(doc["schema_version"] == rp.SCHEMA_VERSION and doc["tool"]["name"] == "fla", "report header")
-    recs = doc["cases"]
-    c(recs[0]["status"] == "skipped" and recs[0]["variant"] == "fla/fused_recurrent", "harness skip record")
-    c(all(r["variant"] == sample_report.SCHEMA_TEST_VARIANT and r["status"] == "skipped" and not r["timed"]
-          and r["reason"] == sample_report.SCHEMA_TEST_REASON for r in recs[1:]),
-      "synthetic records are labelled, skipped and untimed")
-    c(all(r["metrics"]["tbps"] is None for r in recs), "no throughput is reported for untimed records")
+    for peer in peers.PEERS.values():
+        doc = sample_report.build(peer)
+        c(doc["schema_version"] == rp.SCHEMA_VERSION and doc["tool"]["name"] == peer.name, f"{peer.name}: report header")
+        recs = doc["cases"]
+        skip_variant = peer.sample_skip[2]
+        c(recs[0]["status"] == "skipped" and recs[0]["variant"] == skip_variant and peer.skip_word in recs[0]["reason"],
+          f"{peer.name}: the rules' skip record ({recs[0]['reason']})")
+        c(all(r["variant"] == sample_report.schema_test_variant(peer) and r["status"] == "skipped" and not r["timed"]
+              and r["reason"] == sample_report.SCHEMA_TEST_REASON for r in recs[1:]),
+          f"{peer.name}: synthetic records are labelled, skipped and untimed")
+        c(all(r["metrics"]["tbps"] is None for r in recs), f"{peer.name}: no throughput for untimed records")
+        c(all(r["timing_method"].startswith("CUPTI") for r in recs[1:]), f"{peer.name}: records state the timing method")
     c(rp.finite({"a": [math.nan, 1.0, math.inf], "b": (2, "x")}) == {"a": [None, 1.0, None], "b": [2, "x"]},
       "non-finite numbers are written as null")
+    c("flushed" in runner_text.timing_method("cold") and "not flushed" in runner_text.timing_method("hot")
+      and "CUDA graph and replayed" in runner_text.timing_method("graph"), "timing method text per mode")
 
 
 def check_torch(c):
@@ -214,5 +220,5 @@ def run():
     c = Checker()
     for part in (check_work_model, check_stats, check_events, check_keys_and_rules, check_sample_report, check_torch):
         part(c)
-    print(f"fla_peer self-test: {c.passed} checks passed, {c.failed} failed")
+    print(f"peer harness self-test: {c.passed} checks passed, {c.failed} failed")
     return 0 if c.failed == 0 else 1

@@ -1,0 +1,187 @@
+"""The command line every peer harness shares (scripts/peers/<peer>_peer.py): arguments, the
+plan, --list, --resume, the run loop. A harness is `cli.main(peers.PEERS[name], argv)`."""
+
+import argparse
+import json
+import sys
+import time
+
+from . import shapes as sh
+from . import stats as st
+
+
+def parse_args(peer, argv, doc):
+    p = argparse.ArgumentParser(prog=f"{peer.name}_peer.py", description=doc.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--plan", help="points from `gdnbench plan --config X --json plan.json`")
+    p.add_argument("--out", help="report to write (rewritten atomically after every point)")
+    p.add_argument("--mode", default="cold", choices=["cold", "hot", "graph"],
+                   help="cold: L2 flushed before every sample; hot: no flush; graph: CUDA-graph replay, flushed")
+    p.add_argument("--ops", default="decode,mtp,prefill", help="comma-separated ops to run (default all)")
+    known = sorted({v for vs in peer.variants.values() for v in vs})
+    p.add_argument("--variants", default="", help=f"comma-separated variants (default all: {', '.join(known)})")
+    p.add_argument("--cases", default="", help="comma-separated plan cases to run (default all)")
+    p.add_argument("--first", type=int, default=0, help="run plan points from this index (0-based; for split sweeps)")
+    p.add_argument("--count", type=int, default=0, help="run at most this many plan points (0: all)")
+    p.add_argument("--budget", type=float, default=0.0,
+                   help="start no new point after this many wall seconds (0: no limit); the report stays "
+                        "incomplete and a later --resume run goes on from there")
+    p.add_argument("--device", type=int, default=0, help="CUDA device index")
+    p.add_argument("--timer", default="auto", choices=["auto", "cupti", "events"],
+                   help="auto: CUPTI through torch.profiler, CUDA events on a graph replay if that fails")
+    p.add_argument("--min-samples", type=int, default=10)
+    p.add_argument("--max-noise", type=float, default=0.005, help="target relative noise of the median")
+    p.add_argument("--min-time", type=float, default=0.05, help="minimum accumulated measured seconds")
+    p.add_argument("--timeout", type=float, default=10.0, help="sampling seconds per point and variant")
+    p.add_argument("--warmup", type=int, default=3, help="untimed calls first (the first one compiles)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the finished records of an existing --out (same peer version and mode) and run the rest")
+    p.add_argument("--no-verify", action="store_true", help="skip the comparison with the torch reference")
+    p.add_argument("--verify-max-work", type=float, default=float(1 << 26),
+                   help="verify every head when tokens x HV x K x V is at most this")
+    p.add_argument("--verify-max-sampled-work", type=float, default=float(1 << 31),
+                   help="else verify 4 whole value heads when their work is at most this")
+    p.add_argument("--verify-max-steps", type=int, default=16384, help="longest sequence the reference walks")
+    p.add_argument("--self-test", action="store_true", help="check the pure-Python parts and exit")
+    p.add_argument("--write-sample-report", metavar="PATH", help="write a schema-test report (no measurement) and exit")
+    p.add_argument("--list", action="store_true", help="print what would run for each plan point and exit")
+    p.add_argument("--check-import", action="store_true", help="import the peer, print its versions and kernels, exit")
+    args = p.parse_args(argv)
+    args.ops = [o for o in args.ops.split(",") if o]
+    bad = [o for o in args.ops if o not in peer.variants]
+    if bad:
+        p.error(f"unknown op(s) {', '.join(bad)}; valid: {', '.join(peer.variants)}")
+    args.variants = [v for v in args.variants.split(",") if v]
+    if any(v not in known for v in args.variants):
+        p.error(f"unknown variant in --variants; valid: {', '.join(known)}")
+    args.cases = [c for c in args.cases.split(",") if c]
+    if not (args.self_test or args.write_sample_report or args.list or args.check_import):
+        if not args.plan or not args.out:
+            p.error("--plan and --out are required")
+    if args.list and not args.plan:
+        p.error("--list needs --plan")
+    args.rule = st.StoppingRule(warmup_runs=args.warmup, min_samples=args.min_samples, min_time_s=args.min_time,
+                                max_noise=args.max_noise, timeout_s=args.timeout)
+    return args
+
+
+def load_plan(peer, path):
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(f"{peer.name}_peer: cannot read plan '{path}': {e}")
+    if not isinstance(plan, dict) or not isinstance(plan.get("points"), list):
+        sys.exit(f"{peer.name}_peer: '{path}' is not a gdnbench plan (no 'points' list); make one with "
+                 "`gdnbench plan --config X --json plan.json`")
+    return plan
+
+
+def selected_points(args, plan):
+    """The plan points this run covers: --ops, --cases, then the --first/--count window."""
+    points = [pt for pt in plan["points"] if pt.get("op") in args.ops and (not args.cases or pt["case"] in args.cases)]
+    points = points[args.first:]
+    return points[: args.count] if args.count > 0 else points
+
+
+def previous_cases(peer, path, version, mode):
+    """Finished records (not errors) of an earlier run of the same peer version and mode."""
+    try:
+        with open(path) as f:
+            old = json.load(f)
+    except (OSError, ValueError):
+        return []
+    if old.get("tool", {}).get("name") != peer.name or old.get("tool", {}).get("version") != version \
+            or old.get("mode") != mode:
+        print(f"{peer.name}_peer: --resume ignores '{path}' (another peer, version or mode)", file=sys.stderr)
+        return []
+    return [c for c in old.get("cases", []) if c.get("status") != "error"]
+
+
+def list_plan(peer, args):
+    """What each point would run, from the rules alone (the peer's documented capabilities)."""
+    plan = load_plan(peer, args.plan)
+    for point in selected_points(args, plan):
+        s = sh.normalize(point["shape"])
+        if not peer.variants[s["op"]]:
+            print(f"{point['case']:<22} {'-':<32} {point['shape_key']}\n    no {peer.name} variant for {s['op']}")
+        for v in peer.variants[s["op"]]:
+            if args.variants and v not in args.variants:
+                continue
+            p = peer.plan_point(s, v, None)
+            what = f"skip: {p.skip}" if p.skip else f"run {p.function}" + (
+                f" ({'; '.join(p.differences)})" if p.differences else "")
+            print(f"{point['case']:<22} {v:<32} {point['shape_key']}\n    {what}")
+    return 0
+
+
+def check_import(peer):
+    """Imports the peer as the harness does and prints its versions and unusable kernels."""
+    loaded = peer.load()
+    print(f"{peer.name} {loaded.version}: " + ", ".join(f"{k} {v}" for k, v in loaded.harness.items()))
+    for key, reason in (loaded.caps.items() if isinstance(loaded.caps, dict) else []):
+        print(f"  unusable: {key}: {reason}")
+    return 0
+
+
+def run(peer, args, argv):
+    import torch
+
+    from . import devices, runner
+    from . import report as rp
+
+    plan = load_plan(peer, args.plan)
+    if not torch.cuda.is_available():
+        sys.exit(f"{peer.name}_peer: torch sees no CUDA device (this harness times GPU kernels)")
+    torch.cuda.set_device(args.device)
+    try:
+        loaded = peer.load()
+    except ImportError as e:
+        sys.exit(f"{peer.name}_peer: cannot import {peer.title} ({e}); {peer.install_hint}")
+    import triton
+    harness = {"name": peer.script, "torch": torch.__version__, "triton": triton.__version__, **loaded.harness,
+               "stopping_rule": vars(args.rule), "timing_method": runner.timing_method(args.mode),
+               "inputs": "SPEC 3 distributions drawn with torch.Generator(seed) on the device (not gdnbench's numbers)"}
+    report = rp.report_json(loaded.version, [f"{peer.name}_peer.py", *argv], plan, args.mode,
+                            [devices.device_info(args.device)], rp.now_iso(), harness, tool_name=peer.name)
+    r = runner.Runner(args, peer, loaded, args.device, report, args.out)
+    if args.resume:
+        for c in previous_cases(peer, args.out, loaded.version, args.mode):
+            report["cases"].append(c)
+            r.done.add((c["case"], c["variant"], c["shape_key"], c["seed"]))
+    r.save()
+    todo = selected_points(args, plan)
+    print(f"{peer.name}_peer: {peer.title} {loaded.version} on {report['devices'][0]['name']}, mode {args.mode}, "
+          f"{len(todo)} points ({len(r.done)} records kept from the previous run)", file=sys.stderr)
+    start, left = time.monotonic(), 0
+    for i, point in enumerate(todo):
+        if args.budget > 0 and time.monotonic() - start > args.budget:
+            left = len(todo) - i
+            break
+        r.run_point(point)
+    report["finished_at"] = rp.now_iso()
+    report["complete"] = left == 0
+    r.save()
+    if left:
+        print(f"{peer.name}_peer: --budget {args.budget:g} s reached with {left} points left; run the same command "
+              "with --resume to go on", file=sys.stderr)
+    statuses = [c["status"] for c in report["cases"]]
+    print(f"{peer.name}_peer: {len(statuses)} records ({', '.join(f'{statuses.count(s)} {s}' for s in rp.STATUSES)}) "
+          f"written to {args.out}", file=sys.stderr)
+    return 0
+
+
+def main(peer, argv, doc):
+    args = parse_args(peer, argv, doc)
+    if args.self_test:
+        from . import selftest
+        return selftest.run()
+    if args.write_sample_report:
+        from . import sample_report
+        sample_report.write(args.write_sample_report, peer)
+        return 0
+    if args.list:
+        return list_plan(peer, args)
+    if args.check_import:
+        return check_import(peer)
+    return run(peer, args, argv)

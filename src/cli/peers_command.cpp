@@ -1,0 +1,31 @@
+// `peers OURS.json --peer PEER.json...`: the peer tables of saved reports (no GPU, nothing run).
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "report/peer_table.h"
+#include "report/report.h"
+
+namespace gdn::cli {
+
+void add_peers(CLI::App& app, Action& action) {
+  static std::string ours;
+  static std::vector<std::string> peers;
+  static bool markdown = false;
+  auto* cmd = app.add_subcommand("peers", "Tables of a saved run against saved peer reports: each peer's time, the "
+                                          "best peer and ours/best per row");
+  cmd->add_option("ours", ours, "Our report (gdnbench run --json)")->required();
+  cmd->add_option("--peer", peers, "A peer's report (scripts/peers; repeatable)")->required()->allow_extra_args(false);
+  cmd->add_flag("--markdown", markdown, "Markdown tables (docs, pull-request comments)");
+  cmd->callback([&action] {
+    action = [] {
+      std::vector<CaseRecord> peer_cases;
+      for (const auto& path : peers)
+        for (auto& c : load_report(path).cases) peer_cases.push_back(std::move(c));
+      const auto our_cases = load_report(ours).cases;
+      fmt::print("{}", markdown ? format_peer_markdown(our_cases, peer_cases) : format_peer_table(our_cases, peer_cases));
+      return 0;
+    };
+  });
+}
+
+}  // namespace gdn::cli

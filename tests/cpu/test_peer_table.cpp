@@ -1,0 +1,104 @@
+// The peer tables of `gdnbench run --peer ...` and `gdnbench peers`: several peer reports (or one
+// with several peers) beside ours, the best verified peer and ours/best per row.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "report/peer_table.h"
+
+namespace gdn {
+namespace {
+
+CaseRecord rec(const std::string& variant, int64_t batch, double median_us, CaseStatus status = CaseStatus::ok,
+               const std::string& device = "NVIDIA H200") {
+  CaseRecord r;
+  r.case_name = "decode";
+  r.variant = variant;
+  r.shape.op = OpKind::decode;
+  r.shape.batch = batch;
+  r.mode = "cold";
+  r.device = device;
+  r.status = status;
+  r.timed = status == CaseStatus::ok || status == CaseStatus::verify_failed;
+  r.timing.stats.n = 50;
+  r.timing.stats.median = median_us * 1e-6;
+  return r;
+}
+
+TEST(PeerTable, BestPeerAndRatioPerRowAcrossReports) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 1, 3.0), rec("decode/fast", 256, 250.0)};
+  const std::vector<CaseRecord> peers{
+      rec("fla/fused_recurrent", 1, 3.5), rec("fla/fused_recurrent", 256, 360.0),                // report 1
+      rec("flashinfer/decode_pretranspose", 1, 2.5), rec("flashinfer/decode_pretranspose", 256, 265.0)};  // report 2
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  const auto& s = sections[0];
+  EXPECT_EQ(s.op, "decode");
+  ASSERT_EQ(s.columns, (std::vector<std::string>{"fla/fused_recurrent", "flashinfer/decode_pretranspose"}));
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].best, 1);  // FlashInfer at B = 1
+  EXPECT_NEAR(s.rows[0].ours_over_best, 3.0 / 2.5, 1e-12);
+  EXPECT_EQ(s.rows[1].best, 1);
+  EXPECT_NEAR(s.rows[1].ours_over_best, 250.0 / 265.0, 1e-12);
+  EXPECT_EQ(s.peer_ahead, 1);
+  const auto text = format_peer_table(ours, peers);
+  EXPECT_NE(text.find("flashinfer/decode_pretranspose us"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.20x"), std::string::npos) << text;
+  EXPECT_NE(text.find("a peer is faster on 1 of 2 rows"), std::string::npos) << text;
+}
+
+TEST(PeerTable, OnlyVerifiedTimedPeerRecordsGiveNumbers) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 32, 50.0)};
+  const std::vector<CaseRecord> peers{rec("flashinfer/decode_pretranspose", 32, 10.0, CaseStatus::verify_failed),
+                                      rec("flashinfer/decode", 32, 0.0, CaseStatus::skipped),
+                                      rec("fla/fused_recurrent", 32, 60.0)};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  const auto& row = sections[0].rows[0];
+  ASSERT_GE(row.best, 0);
+  EXPECT_EQ(sections[0].columns[row.best], "fla/fused_recurrent");  // the faster FAIL is no number
+  EXPECT_NEAR(row.ours_over_best, 50.0 / 60.0, 1e-12);
+  const auto md = format_peer_markdown(ours, peers);
+  EXPECT_NE(md.find("| FAIL |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| skip |"), std::string::npos) << md;
+  EXPECT_NE(md.find("**60.00**"), std::string::npos) << md;
+}
+
+TEST(PeerTable, MarkdownListsRowsWherePeersAreAheadFirst) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 1, 10.0), rec("decode/fast", 2, 10.0),
+                                     rec("decode/fast", 4, 10.0)};
+  const std::vector<CaseRecord> peers{rec("flashinfer/decode_pretranspose", 1, 12.0),
+                                      rec("flashinfer/decode_pretranspose", 2, 8.0),
+                                      rec("flashinfer/decode_pretranspose", 4, 5.0)};
+  const auto md = format_peer_markdown(ours, peers);
+  const auto b4 = md.find("B=4 "), b2 = md.find("B=2 "), b1 = md.find("B=1 ");
+  ASSERT_NE(b4, std::string::npos) << md;
+  EXPECT_LT(b4, b2) << md;  // 2.00x before 1.25x
+  EXPECT_LT(b2, b1) << md;  // then the rows where we are ahead
+  EXPECT_NE(md.find("a peer is faster on 2 of 3 rows"), std::string::npos) << md;
+  EXPECT_NE(md.find("**2.00x**"), std::string::npos) << md;
+}
+
+TEST(PeerTable, AnotherDevicesNumbersAreNotCompared) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 8, 10.0)};
+  const std::vector<CaseRecord> peers{rec("fla/fused_recurrent", 8, 5.0, CaseStatus::ok, "NVIDIA H100 80GB HBM3")};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  EXPECT_EQ(sections[0].rows[0].best, -1);
+  EXPECT_EQ(sections[0].other_devices, std::vector<std::string>{"NVIDIA H100 80GB HBM3"});
+  EXPECT_NE(format_peer_table(ours, peers).find("another device"), std::string::npos);
+}
+
+TEST(PeerTable, FirstRecordOfAVariantWinsAndUnmatchedRowsAreLeftOut) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 8, 10.0), rec("decode/fast", 16, 10.0)};
+  const std::vector<CaseRecord> peers{rec("fla/fused_recurrent", 8, 20.0), rec("fla/fused_recurrent", 8, 1.0)};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  ASSERT_EQ(sections[0].rows.size(), 1u);  // B = 16 has no peer record
+  EXPECT_NEAR(sections[0].rows[0].best_s, 20e-6, 1e-15);
+  EXPECT_NE(format_peer_table({}, peers).find("no shape of this run"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gdn
