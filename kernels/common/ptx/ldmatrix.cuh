@@ -1,0 +1,31 @@
+// ldmatrix (sm_75+): four 8 x 8 matrices of 16-bit elements from shared memory into the
+// per-thread fragments the m16n8k16 MMAs take. Lane l gives the address of row l % 8 of matrix
+// l / 8 (16 contiguous bytes, 16-byte aligned); thread T receives, of each matrix, the pair
+// (row T / 4, columns 2 (T % 4), 2 (T % 4) + 1), or with .trans the pair (rows 2 (T % 4) and
+// 2 (T % 4) + 1, column T / 4), the first element in the low half. CCCL's cuda::ptx has no
+// ldmatrix, hence inline PTX here.
+#pragma once
+
+#include <cstdint>
+
+namespace gdn {
+namespace ptx {
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a)
+               : "memory");
+}
+
+}  // namespace ptx
+}  // namespace gdn

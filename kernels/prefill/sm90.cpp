@@ -1,0 +1,46 @@
+// prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, a
+// registration of the kernels/prefill/sm90/ family (kernel, host plan, notes). One CTA per
+// (value-column block, value head, sequence); the fp32 state stays in registers across the
+// sequence's 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
+#include <cuda_runtime.h>
+
+#include "core/registry.h"
+#include "prefill/op.h"
+#include "prefill/sm90/launch.h"
+#include "prefill/sm90/plan.h"
+
+namespace gdn {
+namespace {
+
+// Multiprocessors of the current device, or 0 when there is none (planning on a CPU host).
+int device_sm_count() {
+  int dev = 0, count = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();  // not sticky: clear it so later calls do not see it
+    return 0;
+  }
+  return count;
+}
+
+int sm_count_or_default(int sms) { return sms > 0 ? sms : sm90::kDefaultSmCount; }
+
+void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
+  const int sms = sm_count_or_default(ctx.sm_count);
+  sm90::launch(prefill::make_args(s, t, nullptr), sm90::plan_for(sm90::Batch::of(s), sms), ctx.stream);
+}
+
+std::string plan(const Shape& s) {
+  const int sms = sm_count_or_default(device_sm_count());
+  const sm90::Batch b = sm90::Batch::of(s);
+  return sm90::plan_for(b, sms).describe(b, sms);
+}
+
+const VariantRegistration kRegistration{Variant{
+    "prefill/sm90", OpKind::prefill, Backend::cuda, 90, 90,
+    "chunked forward on tensor cores for sm_90a, first version (mma.sync, not yet verified or timed on a GPU): "
+    "64-token chunks, gate-free intra-chunk inverse in fp32, fp32 state in the registers of the warps owning its "
+    "value columns, q/k/v staged two chunks deep by cp.async; K = V = 128, bf16/f16 inputs",
+    sm90::unsupported_reason, launch, {}, false, plan}};
+
+}  // namespace
+}  // namespace gdn

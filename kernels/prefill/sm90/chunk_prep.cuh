@@ -1,0 +1,236 @@
+// The state-independent half of a chunk (gdn-math.md 3.3, FlashQLA's gate-free reformulation),
+// computed by the whole CTA from the staged tiles:
+//   scalars   beta, gam = inclusive cumsum of g (fp32), the inverse L2 norms rk / rq and the
+//             row scalings ek, eq, eu built from them (smem_layout.h enum Scalar); bf16 q and
+//             k tiles are converted to f16, the type of every MMA operand (fragments.cuh)
+//   products  L = StrictLower(diag(beta) K^ K^T) (fp32) and
+//             P_g = scale Gam_incl * (Q^ K^T) (f16), Q^ = diag(rq) Q, K^ = diag(rk) K,
+//             on tensor cores from the raw q and k (exact operands): the norms are applied to
+//             the fp32 products, never rounded into the inputs
+//   inverse   A_r = (I + L)^-1 in fp32 on CUDA cores, in place: 16 x 16 diagonal blocks by
+//             forward substitution, then the off-diagonal blocks column by column
+//   A_g       Gam * A_r * diag(beta) (f16), the gate applied as a mask after the inverse
+// Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
+// each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
+// masked entries are selected away, never multiplied by zero.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/gdn_math.cuh"
+#include "common/ptx/ldmatrix.cuh"
+#include "prefill/op.h"
+#include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/smem_layout.h"
+
+namespace gdn::sm90 {
+
+__device__ __forceinline__ float exp_nonpos(float x) { return __expf(fminf(x, 0.f)); }
+
+template <int BV> __device__ __forceinline__ float* scalar_vec(uint8_t* smem, Scalar which) {
+  return reinterpret_cast<float*>(smem + SmemLayout(BV).scalars) + int(which) * kChunk;
+}
+
+// Sum of squares of the eight 16-bit values of w, added to acc; then w converted to f16 in place
+// (the MMA type: exact for bf16 values inside f16's range).
+template <class In> __device__ __forceinline__ float sum_sq_to_f16(uint4& w, float acc) {
+  uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float lo = dev::lo16<In>(x[i]), hi = dev::hi16<In>(x[i]);
+    acc = fmaf(lo, lo, acc);
+    acc = fmaf(hi, hi, acc);
+    x[i] = pack_f16x2(lo, hi);
+  }
+  w = make_uint4(x[0], x[1], x[2], x[3]);
+  return acc;
+}
+
+// Per-token vectors of chunk `stage` with `rows` valid tokens; `gate` holds token threadIdx.x's
+// gate words (threads 0..63). Two CTA barriers.
+template <class In, int BV, int NT>
+__device__ __forceinline__ void chunk_scalars(uint8_t* smem, int stage, const dev::GateIn& gate, const prefill::Args& a,
+                                              int rows) {
+  constexpr SmemLayout L(BV);
+  const int tid = int(threadIdx.x), lane = tid & 31;
+  if (tid < kChunk) {
+    const bool valid = tid < rows;
+    const dev::Gate gt = dev::gate_of(a.gate, gate);
+    scalar_vec<BV>(smem, kG)[tid] = valid ? gt.g : 0.f;
+    scalar_vec<BV>(smem, kBeta)[tid] = valid ? gt.beta : 0.f;
+  }
+  // Inverse norms of the 64 k rows, then the 64 q rows: two threads per row, 64 columns each
+  // (a row's 16-byte pieces are permuted by the swizzle, which a sum does not see); bf16 rows are
+  // rewritten as f16 on the way.
+  for (int e = tid; e < 4 * kChunk; e += NT) {
+    const bool is_q = e >= 2 * kChunk;
+    const int row = (e >> 1) & (kChunk - 1), half = e & 1;
+    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + half * kHalfTileBytes + row * 128;
+    float ss = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) {
+      uint4 w = *reinterpret_cast<const uint4*>(p + 16 * c);
+      ss = sum_sq_to_f16<In>(w, ss);
+      if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(p + 16 * c) = w;
+    }
+    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
+    if (half == 0) {
+      const float inv = a.l2norm ? 1.f / sqrtf(ss + kL2NormEpsF) : 1.f;
+      scalar_vec<BV>(smem, is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+    }
+  }
+  __syncthreads();
+  // Warp 0: the cumsum (two tokens per lane, a shuffle scan across lanes) and the row scalings.
+  if (tid < 32) {
+    const float* g = scalar_vec<BV>(smem, kG);
+    const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
+    float incl = g0 + g1;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const float y = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl += y;
+    }
+    float excl = __shfl_up_sync(0xffffffffu, incl, 1);
+    if (lane == 0) excl = 0.f;
+    const float gam[2] = {excl + g0, excl + g0 + g1};
+    const float G = __shfl_sync(0xffffffffu, gam[1], 31);  // = gam at the last valid token (g = 0 past it)
+#pragma unroll
+    for (int s = 0; s < 2; ++s) {
+      const int i = 2 * lane + s;
+      const float e_gam = exp_nonpos(gam[s]);
+      scalar_vec<BV>(smem, kGam)[i] = gam[s];
+      scalar_vec<BV>(smem, kEk)[i] = scalar_vec<BV>(smem, kRk)[i] * e_gam;
+      scalar_vec<BV>(smem, kEq)[i] = a.scale * scalar_vec<BV>(smem, kRq)[i] * e_gam;
+      scalar_vec<BV>(smem, kEu)[i] = i < rows ? scalar_vec<BV>(smem, kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
+    }
+    if (lane == 0) *reinterpret_cast<float*>(smem + L.exp_G) = exp_nonpos(G);
+  }
+  __syncthreads();
+}
+
+// L into lt and P_g into pg: eight 16-row tasks (K K^T and Q K^T row blocks rb = 0..3), only the
+// n-tiles on or below the diagonal. Ends without a barrier.
+template <class In, int BV, int NT>
+__device__ __forceinline__ void chunk_products(uint8_t* smem, int stage, float scale) {
+  constexpr SmemLayout L(BV);
+  const int lane = int(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
+  const float* beta = scalar_vec<BV>(smem, kBeta);
+  const float* gam = scalar_vec<BV>(smem, kGam);
+  const float* rk = scalar_vec<BV>(smem, kRk);
+  const float* rq = scalar_vec<BV>(smem, kRq);
+  float* lt = reinterpret_cast<float*>(smem + L.lt);
+  const uint8_t* kt = smem + L.k(stage);
+  for (int task = int(threadIdx.x) >> 5; task < 8; task += NT / 32) {
+    const bool is_q = task >= 4;
+    const int rb = task & 3;
+    const uint8_t* at = is_q ? smem + L.q(stage) : kt;
+    float acc[8][4];
+    zero(acc);
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t af[4];
+      const RowCol ar = a_rows(lane, 16 * rb, 16 * kk);
+      ptx::ldmatrix_x4(af, at + qk_offset(ar.row, ar.col));
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        if (np > rb) continue;
+        uint32_t bf[4];
+        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
+        ptx::ldmatrix_x4(bf, kt + qk_offset(br.row, br.col));
+        mma(acc[2 * np], af, bf[0], bf[1]);
+        mma(acc[2 * np + 1], af, bf[2], bf[3]);
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      if (nt / 2 > rb) continue;
+#pragma unroll
+      for (int hr = 0; hr < 2; ++hr) {
+        const int i = 16 * rb + g + 8 * hr, j = 8 * nt + 2 * t;
+        const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
+        if (!is_q) {
+          const float bi = beta[i] * rk[i];
+          lt[i * kLtStride + j] = j < i ? bi * rk[j] * x0 : 0.f;
+          lt[i * kLtStride + j + 1] = j + 1 < i ? bi * rk[j + 1] * x1 : 0.f;
+        } else {
+          const float si = scale * rq[i], gi = gam[i];
+          const float p0 = j <= i ? si * rk[j] * exp_nonpos(gi - gam[j]) * x0 : 0.f;
+          const float p1 = j + 1 <= i ? si * rk[j + 1] * exp_nonpos(gi - gam[j + 1]) * x1 : 0.f;
+          *reinterpret_cast<uint32_t*>(smem + L.pg + swizzle128(i, j)) = pack_f16x2(p0, p1);
+        }
+      }
+    }
+  }
+}
+
+// (I + L)^-1 in place in lt (64 x 64, row stride kLtStride), xs scratch of 3 x 16 x kXStride.
+// The strictly upper part of lt is never read; the diagonal blocks get their full 16 x 16 inverse
+// (ones on the diagonal, zeros above). Ends with a CTA barrier.
+template <int NT> __device__ __forceinline__ void invert_in_place(float* lt, float* xs) {
+  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+  if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
+    float* blk = lt + warp * 16 * kLtStride + warp * 16;
+    const int c = lane & 15;
+    float x[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x[i] = i == c ? 1.f : 0.f;
+#pragma unroll
+    for (int i = 1; i < 16; ++i) {
+      float sum = 0.f;
+#pragma unroll
+      for (int j = 0; j < i; ++j) sum = fmaf(blk[i * kLtStride + j], x[j], sum);
+      if (i > c) x[i] = -sum;
+    }
+    __syncwarp();
+    if (lane < 16) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) blk[i * kLtStride + c] = x[i];
+    }
+  }
+  __syncthreads();
+  // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
+  // blocks of columns > j are already inverses, column j still holds L until phase two.
+  for (int j = 2; j >= 0; --j) {
+    const int count = (3 - j) * 256;
+    for (int e = tid; e < count; e += NT) {
+      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
+      float acc = 0.f;
+      for (int k = j + 1; k <= i; ++k) {
+        const float* trow = lt + (16 * i + r) * kLtStride + 16 * k;
+        const float* lcol = lt + 16 * k * kLtStride + 16 * j + cc;
+#pragma unroll
+        for (int m = 0; m < 16; ++m) acc = fmaf(trow[m], lcol[m * kLtStride], acc);
+      }
+      xs[(i - j - 1) * 16 * kXStride + r * kXStride + cc] = acc;
+    }
+    __syncthreads();
+    for (int e = tid; e < count; e += NT) {
+      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
+      const float* xrow = xs + (i - j - 1) * 16 * kXStride + r * kXStride;
+      const float* tjj = lt + 16 * j * kLtStride + 16 * j + cc;
+      float acc = 0.f;
+#pragma unroll
+      for (int m = 0; m < 16; ++m) acc = fmaf(xrow[m], tjj[m * kLtStride], acc);
+      lt[(16 * i + r) * kLtStride + 16 * j + cc] = -acc;
+    }
+    __syncthreads();
+  }
+}
+
+// A_g = Gam * A_r * diag(beta) into ag (f16, zero above the diagonal). Ends without a barrier.
+template <class In, int BV, int NT> __device__ __forceinline__ void build_ag(uint8_t* smem) {
+  constexpr SmemLayout L(BV);
+  const float* lt = reinterpret_cast<const float*>(smem + L.lt);
+  const float* beta = scalar_vec<BV>(smem, kBeta);
+  const float* gam = scalar_vec<BV>(smem, kGam);
+  for (int e = int(threadIdx.x); e < kChunk * kChunk / 2; e += NT) {
+    const int i = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
+    const float gi = gam[i];
+    const float a0 = j <= i ? exp_nonpos(gi - gam[j]) * lt[i * kLtStride + j] * beta[j] : 0.f;
+    const float a1 = j + 1 <= i ? exp_nonpos(gi - gam[j + 1]) * lt[i * kLtStride + j + 1] * beta[j + 1] : 0.f;
+    *reinterpret_cast<uint32_t*>(smem + L.ag + swizzle128(i, j)) = pack_f16x2(a0, a1);
+  }
+}
+
+}  // namespace gdn::sm90

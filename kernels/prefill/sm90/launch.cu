@@ -1,0 +1,43 @@
+// The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
+// instantiation of the kernel, launched per plan.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include "core/cuda_check.h"
+#include "core/errors.h"
+#include "prefill/sm90/kernel.cuh"
+#include "prefill/sm90/launch.h"
+
+namespace gdn::sm90 {
+namespace {
+
+template <class In, int BV> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  const auto kernel = prefill_sm90_kernel<In, BV>;
+  const int smem = p.smem_bytes();
+  // Not a stream operation: allowed while a graph is being captured.
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;
+  kernel<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V));
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  switch (p.block_v) {
+    case 32: return launch_typed<In, 32>(a, p, stream);
+    case 64: return launch_typed<In, 64>(a, p, stream);
+    case 128: return launch_typed<In, 128>(a, p, stream);
+  }
+  throw runtime_error(fmt::format("prefill/sm90: no kernel for block_v {}", p.block_v));
+}
+
+}  // namespace
+
+void launch(const prefill::Args& a, const Plan& p, void* stream) {
+  if (a.K != kHeadDim || a.V != kHeadDim || a.N < 1 || a.HV % a.H != 0)
+    throw runtime_error(fmt::format("prefill/sm90: unsupported call (K {}, V {}, N {}, H {}, HV {})", a.K, a.V, a.N, a.H, a.HV));
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (a.input_dtype == DType::f16) launch_block<__half>(a, p, s);
+  else launch_block<__nv_bfloat16>(a, p, s);
+}
+
+}  // namespace gdn::sm90

@@ -1,0 +1,14 @@
+// What host code sees of the prefill/sm90 kernels: one launch per call, per plan. Host-only.
+#pragma once
+
+#include "prefill/op.h"
+#include "prefill/sm90/plan.h"
+
+namespace gdn::sm90 {
+
+// Enqueues the call on `stream` (a cudaStream_t) with plan p: one kernel, no host
+// synchronisation and no device-to-host read, so a CUDA graph can capture it. Throws
+// gdn::runtime_error when the launch fails or the call is outside what supports() accepts.
+void launch(const prefill::Args& a, const Plan& p, void* stream);
+
+}  // namespace gdn::sm90

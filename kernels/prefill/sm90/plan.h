@@ -1,0 +1,52 @@
+// The launch plan of prefill/sm90 as data: chunk size, value columns per CTA (block_v), warps,
+// grid and shared memory for a call. Host code (C++17, no CUDA), so tests check it without a GPU
+// and every report records it (Variant::plan). GDNBENCH_SM90_PLAN="block_v=64" replaces the
+// chosen block_v for an A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/shape.h"
+#include "prefill/sm90/smem_layout.h"
+
+namespace gdn::sm90 {
+
+constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be asked (plan on a CPU host)
+
+// What the plan reads of a call: the number of sequences and the head sizes.
+struct Batch {
+  int64_t sequences = 0;
+  int HV = 0, K = 0, V = 0;
+  static Batch of(const Shape& s);
+};
+
+struct Plan {
+  int block_v = 128;  // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp)
+
+  int warps() const { return warps_for(block_v); }
+  int state_warps() const { return block_v / kColsPerWarp; }
+  int v_blocks(int V) const { return V / block_v; }
+  int64_t ctas(const Batch& b) const { return int64_t(v_blocks(b.V)) * b.HV * b.sequences; }
+  int smem_bytes() const { return SmemLayout(block_v).bytes; }
+  // One line, e.g. "chunk 64, block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs, 111.5 KiB smem".
+  std::string describe(const Batch& b, int sm_count) const;
+  bool operator==(const Plan& o) const { return block_v == o.block_v; }
+};
+
+// "" when the kernel handles the shape, else why not (head sizes other than 128 are declined).
+std::string unsupported_reason(const Shape& s);
+
+// The block_v that gives the most CTAs one resident wave can hold (one CTA per SM): the
+// smallest of 32, 64, 128 whose grid still fits on sm_count SMs, else 128. A smaller block_v
+// shortens each CTA's serial chunk chain (fewer state warps share the tensor cores) but repeats
+// the chunk's state-independent work (K K^T, the inverse, Q K^T) once per V-block.
+Plan choose(const Batch& b, int sm_count);
+// `chosen` with block_v replaced by "block_v=N" (N = 32, 64, 128; "" keeps it); throws
+// std::invalid_argument naming the spec.
+Plan apply_override(const Plan& chosen, std::string_view spec);
+// choose(), with the override of GDNBENCH_SM90_PLAN when it is set.
+Plan plan_for(const Batch& b, int sm_count);
+
+}  // namespace gdn::sm90

@@ -1,0 +1,186 @@
+// The state-dependent half of a chunk, per warp. Warp w owns 16 value columns of the CTA's block
+// (lc = 16 w) and keeps their slice of the state, transposed, in fp32 registers for the whole
+// sequence: s = S^T[16 columns][128 head dims], the accumulator tiles of an m16 x n128 product.
+// Everything below is a product with S^T or with a row-scaled accumulator as the A operand, so
+// the state never leaves the registers and the chain needs no barrier with other warps:
+//   U^T   = S^T K^T,  (Q S)^T = S^T Q^T                   B from the k / q tiles
+//   W^T   = V^T - U^T diag(ek)                           V^T from the v tile (ldmatrix.trans)
+//   V_d^T = W^T A_g^T                                    (V_d = A_g W = U' of gdn-math 3.1)
+//   O^T   = (Q S)^T diag(eq) + V_d^T P_g^T
+//   S^T   = e^G S^T + (V_d^T diag(eu)) K                 B from the k tile (ldmatrix.trans)
+// ek, eq, eu fold the L2 norms, e^gam, e^(G - gam) and the scale (chunk_prep.cuh); A_g and P_g
+// are lower triangular, so their k-steps above the diagonal are skipped.
+#pragma once
+
+#include <cstdint>
+
+#include "common/gdn_math.cuh"
+#include "common/ptx/ldmatrix.cuh"
+#include "prefill/op.h"
+#include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/smem_layout.h"
+
+namespace gdn::sm90 {
+
+template <class In, int BV> struct StateWarp {
+  // s[nt][e]: value column lc + g + 8 (e / 2), head dim 8 nt + 2t + (e % 2).
+  float s[kHeadDim / 8][4];
+  int lane = 0, lc = 0;
+
+  __device__ __forceinline__ int64_t state_base(const prefill::Args& a, int64_t n, int h) const {
+    return (n * a.HV + h) * int64_t(kHeadDim) * kHeadDim;
+  }
+  // Offset of state element (head dim d, value column v) in the kv ([K][V]) or vk ([V][K]) layout.
+  __device__ __forceinline__ int64_t elem(const prefill::Args& a, int d, int v) const {
+    return a.layout == Layout::kv ? int64_t(d) * kHeadDim + v : int64_t(v) * kHeadDim + d;
+  }
+
+  __device__ __forceinline__ void load(const prefill::Args& a, int64_t n, int h, int vcol0) {
+    const int g = lane >> 2, t = lane & 3;
+    const int64_t base = state_base(a, n, h);
+#pragma unroll
+    for (int nt = 0; nt < kHeadDim / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[nt][e] = a.h0 ? a.h0[base + elem(a, 8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1))] : 0.f;
+  }
+
+  __device__ __forceinline__ void store(const prefill::Args& a, int64_t n, int h, int vcol0) const {
+    const int g = lane >> 2, t = lane & 3;
+    const int64_t base = state_base(a, n, h);
+#pragma unroll
+    for (int nt = 0; nt < kHeadDim / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) a.ht[base + elem(a, 8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1))] = s[nt][e];
+  }
+
+  // acc += src m^T over the chunk's 64 tokens, src as accumulator tiles (rounded to f16 for the
+  // A operand), m a [64][64] f16 tile, lower triangular (m[i][j] = 0 for j > i): token k-step kk
+  // meets output tiles 2 np, 2 np + 1 only for np >= kk.
+  __device__ __forceinline__ void times_lower_transposed(float (&acc)[8][4], const float (&src)[8][4],
+                                                         const uint8_t* m) const {
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      uint32_t a[4];
+      acc_to_a(src[2 * kk], src[2 * kk + 1], a);
+#pragma unroll
+      for (int np = kk; np < 4; ++np) {
+        uint32_t b[4];
+        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
+        ptx::ldmatrix_x4(b, m + swizzle128(br.row, br.col));
+        mma(acc[2 * np], a, b[0], b[1]);
+        mma(acc[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+  }
+
+  // One chunk of `rows` valid tokens starting at packed row row0, from stage `stage`; writes o.
+  __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int rows, int64_t row0, const prefill::Args& a, int h,
+                                        int vcol0) {
+    constexpr SmemLayout L(BV);
+    constexpr int VR = v_row_elems(BV);
+    const int g = lane >> 2, t = lane & 3;
+    const uint8_t* kt = smem + L.k(stage);
+    const uint8_t* qt = smem + L.q(stage);
+    uint8_t* vt = smem + L.v(stage);
+    const float* sc = reinterpret_cast<const float*>(smem + L.scalars);
+    const float* ek = sc + kEk * kChunk;
+    const float* eq = sc + kEq * kChunk;
+    const float* eu = sc + kEu * kChunk;
+
+    // U^T and (Q S)^T over the 8 k-steps of the head dim; w holds U^T, then W^T.
+    float w[8][4], o[8][4];
+    zero(w);
+    zero(o);
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+      uint32_t as[4];
+      acc_to_a(s[2 * kk], s[2 * kk + 1], as);
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t bk[4], bq[4];
+        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
+        ptx::ldmatrix_x4(bk, kt + qk_offset(br.row, br.col));
+        ptx::ldmatrix_x4(bq, qt + qk_offset(br.row, br.col));
+        mma(w[2 * np], as, bk[0], bk[1]);
+        mma(w[2 * np + 1], as, bk[2], bk[3]);
+        mma(o[2 * np], as, bq[0], bq[1]);
+        mma(o[2 * np + 1], as, bq[2], bq[3]);
+      }
+    }
+    // W^T = V^T - U^T diag(ek). ldmatrix.trans of tokens 16 np.. x columns lc..: vtr[0] / vtr[1]
+    // are rows g of tiles 2 np / 2 np + 1, vtr[2] / vtr[3] their rows g + 8.
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      uint32_t vtr[4];
+      const RowCol vr = bt_rows(lane, 16 * np, lc);
+      ptx::ldmatrix_x4_trans(vtr, vt + (vr.row * VR + vr.col) * 2);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int nt = 2 * np + half, i0 = 8 * nt + 2 * t;
+        const float e0 = ek[i0], e1 = ek[i0 + 1];
+        w[nt][0] = fmaf(-e0, w[nt][0], dev::lo16<In>(vtr[half]));
+        w[nt][1] = fmaf(-e1, w[nt][1], dev::hi16<In>(vtr[half]));
+        w[nt][2] = fmaf(-e0, w[nt][2], dev::lo16<In>(vtr[2 + half]));
+        w[nt][3] = fmaf(-e1, w[nt][3], dev::hi16<In>(vtr[2 + half]));
+      }
+    }
+    // V_d^T = W^T A_g^T.
+    float vd[8][4];
+    zero(vd);
+    times_lower_transposed(vd, w, smem + L.ag);
+    // O^T = (Q S)^T diag(eq) + V_d^T P_g^T.
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int i0 = 8 * nt + 2 * t;
+      const float e0 = eq[i0], e1 = eq[i0 + 1];
+      o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
+    }
+    times_lower_transposed(o, vd, smem + L.pg);
+    // S^T = e^G S^T + (V_d^T diag(eu)) K; eu is 0 past the last valid token.
+    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G);
+#pragma unroll
+    for (int nt = 0; nt < kHeadDim / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] *= eG;
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      float p[2][4];
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int nt = 2 * kk + half, j0 = 8 * nt + 2 * t;
+        const float e0 = eu[j0], e1 = eu[j0 + 1];
+        p[half][0] = vd[nt][0] * e0, p[half][1] = vd[nt][1] * e1, p[half][2] = vd[nt][2] * e0, p[half][3] = vd[nt][3] * e1;
+      }
+      uint32_t ap[4];
+      acc_to_a(p[0], p[1], ap);
+#pragma unroll
+      for (int np = 0; np < kHeadDim / 16; ++np) {
+        uint32_t b[4];
+        const RowCol br = bt_rows(lane, 16 * kk, 16 * np);
+        ptx::ldmatrix_x4_trans(b, kt + qk_offset(br.row, br.col));
+        mma(s[2 * np], ap, b[0], b[1]);
+        mma(s[2 * np + 1], ap, b[2], b[3]);
+      }
+    }
+    // o: rounded into this warp's own columns of the v stage (its v is consumed), then each
+    // valid token's 32 bytes copied out in two 16-byte stores.
+    uint16_t* ov = reinterpret_cast<uint16_t*>(vt) + lc;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int i0 = 8 * nt + 2 * t;
+      ov[i0 * VR + g] = to_bits<In>(o[nt][0]);
+      ov[(i0 + 1) * VR + g] = to_bits<In>(o[nt][1]);
+      ov[i0 * VR + g + 8] = to_bits<In>(o[nt][2]);
+      ov[(i0 + 1) * VR + g + 8] = to_bits<In>(o[nt][3]);
+    }
+    __syncwarp();
+    for (int e = lane; e < 2 * rows; e += 32) {
+      const int r = e >> 1, half = e & 1;
+      const uint4 val = *reinterpret_cast<const uint4*>(ov + r * VR + 8 * half);
+      *reinterpret_cast<uint4*>(a.o + ((row0 + r) * a.HV + h) * kHeadDim + vcol0 + lc + 8 * half) = val;
+    }
+  }
+};
+
+}  // namespace gdn::sm90

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# A GPU session of prefill/sm90 (issue 24) for an H100/H200, sized for one 10-minute call. Runs
+# from the repository root with the binaries scripts/pack-gpu.sh packs (.carry/gdn/bin, or the
+# archive .carry/gdn.tar.xz) and writes logs and JSON reports to $OUT (else out/).
+# Usage: scripts/sm90-session.sh [STEP...]   (default: tests edge prefill)
+#   tests    gpu_test_prefill_sm90 (edge cases, 1000 launches bit-identical, batch invariance, graph
+#            capture, offsets past 2^31) and the prefill/sm90 cases of gpu_test_variants
+#   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only
+#   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only: every case verified (on two
+#            value heads: the full fp64 reference of 171 cells takes longer than a call) then timed
+# Each step stops at its deadline with SIGINT (gdnbench keeps every finished case in its JSON):
+# TESTS_DEADLINE (240 s), EDGE_DEADLINE (120 s), PREFILL_DEADLINE (220 s); CASE_TIMEOUT caps the
+# sampling of one case (1 s). RESUME=path/to/qwen35.sm90.json continues an interrupted prefill step.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-.carry/gdn/bin}
+OUT_DIR=${OUT_DIR:-${OUT:-out}}
+mkdir -p "$OUT_DIR"
+G="$BIN/gdnbench"
+if [ ! -x "$G" ] && [ -f .carry/gdn.tar.xz ]; then tar -C .carry -xJf .carry/gdn.tar.xz; fi
+if [ -z "${GDNBENCH_CUPTI_PATH:-}" ]; then
+  cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | head -n 1)
+  [ -n "$cupti" ] && export GDNBENCH_CUPTI_PATH="$cupti"
+fi
+
+# The failures and the summary of a gtest log.
+gtest_summary() {
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |Failure|rel_l2|differs|Expected|Which is|error' "$1" | head -n 80
+}
+
+steps=${*:-tests edge prefill}
+for step in $steps; do
+  echo "=== $step ($(date -u +%H:%M:%S))"
+  case $step in
+    tests)
+      "$G" info | head -n 20
+      timeout -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
+      echo "gpu_test_prefill_sm90: exit $?"
+      gtest_summary "$OUT_DIR/gpu_test_prefill_sm90.log"
+      timeout -s INT 120 "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
+      echo "gpu_test_variants (prefill/sm90): exit $?"
+      gtest_summary "$OUT_DIR/gpu_test_variants.sm90.log"
+      ;;
+    edge)
+      timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify --config configs/prefill-edge.yaml --variant prefill/sm90 \
+        --json "$OUT_DIR/prefill-edge.sm90.json" > "$OUT_DIR/prefill-edge.sm90.log" 2>&1
+      echo "verify prefill-edge.yaml: exit $? (0 all verified, 2 a failure, 4 a fault, 130 deadline)"
+      tail -n 45 "$OUT_DIR/prefill-edge.sm90.log"
+      ;;
+    prefill)
+      # The sweep itself, with two verified value heads per case.
+      sampled="$OUT_DIR/qwen35-prefill.sampled.yaml"
+      sed 's/^    op: prefill$/    op: prefill\n    verify_heads: 2/' configs/qwen35-prefill.yaml > "$sampled"
+      grep -q 'verify_heads: 2' "$sampled" || { echo "could not add verify_heads to $sampled"; exit 3; }
+      timeout -s INT "${PREFILL_DEADLINE:-220}" "$G" run --config "$sampled" --variant prefill/sm90 \
+        --timeout "${CASE_TIMEOUT:-1}" --json "$OUT_DIR/qwen35.sm90.json" ${RESUME:+--resume "$RESUME"} \
+        > "$OUT_DIR/qwen35.sm90.log" 2>&1
+      echo "run qwen35-prefill.yaml: exit $? (130: deadline reached, RESUME=$OUT_DIR/qwen35.sm90.json continues)"
+      tail -n 60 "$OUT_DIR/qwen35.sm90.log"
+      ;;
+    *) echo "unknown step $step"; exit 3 ;;
+  esac
+done

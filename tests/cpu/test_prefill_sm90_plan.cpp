@@ -1,0 +1,187 @@
+// The host half of prefill/sm90 without a GPU: which block_v (and so grid and warps) each call
+// gets, the override for an A/B, the shapes it declines and why, the plan line reports record,
+// and the shared-memory layout the kernel and the launch agree on (kernels/prefill/sm90/).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/registry.h"
+#include "prefill/sm90/plan.h"
+#include "prefill/sm90/smem_layout.h"
+#include "test_support.h"
+
+namespace gdn {
+namespace {
+
+using sm90::Batch;
+using sm90::Plan;
+
+Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v) {
+  Shape s;
+  s.op = OpKind::prefill;
+  s.seqlens = std::move(lens);
+  s.h_qk = h_qk, s.h_v = h_v;
+  s.dk = s.dv = 128;
+  s.layout = Layout::kv;
+  return s;
+}
+
+int block_v(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
+  return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), sms).block_v;
+}
+
+TEST(Sm90Plan, BlockVIsTheSmallestWhoseGridFitsOneWave) {
+  // One sequence: 4 V-blocks of 32 per head while 4 x HV <= 132.
+  EXPECT_EQ(block_v({32768}, 2, 8), 32);    // 32 CTAs (the rest of the GPU idles until CP exists)
+  EXPECT_EQ(block_v({32768}, 16, 32), 32);  // 128 CTAs
+  EXPECT_EQ(block_v({2048}, 8, 24), 32);    // 96 CTAs
+  EXPECT_EQ(block_v({32768}, 16, 48), 64);  // 4 x 48 = 192 > 132: 2 x 48 = 96
+  EXPECT_EQ(block_v({32768}, 16, 64), 64);  // 128 CTAs
+  EXPECT_EQ(block_v({28672, 4096}, 16, 64), 128);  // 2 x 64 = 128 CTAs at 128 columns
+  EXPECT_EQ(block_v({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32), 128);  // 256 CTAs: two waves
+  // Fewer SMs, fewer splits; an unknown count plans for an H100/H200.
+  EXPECT_EQ(block_v({32768}, 16, 32, 100), 64);
+  EXPECT_EQ(block_v({32768}, 16, 32, 0), 32);
+  // Zero-length sequences still get their CTAs (they copy h0 to ht).
+  EXPECT_EQ(sm90::choose(Batch::of(prefill({0, 5, 0}, 1, 4)), 132).ctas(Batch::of(prefill({0, 5, 0}, 1, 4))), 4 * 3 * 4);
+}
+
+TEST(Sm90Plan, WarpsAndGridFollowBlockV) {
+  const Batch b = Batch::of(prefill({100, 7}, 2, 8));
+  Plan p;
+  p.block_v = 128;
+  EXPECT_EQ(p.warps(), 8);
+  EXPECT_EQ(p.state_warps(), 8);
+  EXPECT_EQ(p.ctas(b), 1 * 8 * 2);
+  p.block_v = 64;
+  EXPECT_EQ(p.warps(), 4);
+  EXPECT_EQ(p.state_warps(), 4);
+  EXPECT_EQ(p.ctas(b), 2 * 8 * 2);
+  p.block_v = 32;
+  EXPECT_EQ(p.warps(), 4);  // two own the state, all four share the chunk's preparation
+  EXPECT_EQ(p.state_warps(), 2);
+  EXPECT_EQ(p.ctas(b), 4 * 8 * 2);
+}
+
+TEST(Sm90Plan, SharedMemoryFitsAHopperSm) {
+  constexpr int kSmemPerSm = 228 * 1024, kPerCtaReserve = 1024, kMaxPerCta = 227 * 1024;
+  for (int bv : {32, 64, 128}) {
+    Plan p;
+    p.block_v = bv;
+    EXPECT_LE(p.smem_bytes(), kMaxPerCta) << bv;
+    EXPECT_GT(p.smem_bytes(), 48 * 1024) << bv;  // the launch raises the dynamic limit
+  }
+  Plan small;
+  small.block_v = 32;
+  EXPECT_LE(2 * (small.smem_bytes() + kPerCtaReserve), kSmemPerSm) << "two block_v = 32 CTAs fit one SM";
+}
+
+TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
+  for (int bv : {32, 64, 128}) {
+    const sm90::SmemLayout L(bv);
+    struct Region {
+      int at, bytes, align;
+    };
+    const std::vector<Region> regions{{L.q(0), sm90::kQKTileBytes, 1024}, {L.q(1), sm90::kQKTileBytes, 1024},
+                                      {L.k(0), sm90::kQKTileBytes, 1024}, {L.k(1), sm90::kQKTileBytes, 1024},
+                                      {L.ag, sm90::kHalfTileBytes, 1024},  {L.pg, sm90::kHalfTileBytes, 1024},
+                                      {L.v(0), L.v_stage, 16},            {L.v(1), L.v_stage, 16},
+                                      {L.lt, sm90::kChunk * sm90::kLtStride * 4, 16},
+                                      {L.x, 3 * 16 * sm90::kXStride * 4, 16},
+                                      {L.scalars, sm90::kNumScalars * sm90::kChunk * 4, 16},
+                                      {L.exp_G, 4, 4}};
+    for (size_t i = 0; i < regions.size(); ++i) {
+      EXPECT_EQ(regions[i].at % regions[i].align, 0) << "region " << i << " block_v " << bv;
+      EXPECT_LE(regions[i].at + regions[i].bytes, L.bytes) << "region " << i;
+      for (size_t j = i + 1; j < regions.size(); ++j)
+        EXPECT_TRUE(regions[i].at + regions[i].bytes <= regions[j].at || regions[j].at + regions[j].bytes <= regions[i].at)
+            << "regions " << i << " and " << j << " overlap at block_v " << bv;
+    }
+    EXPECT_EQ(sm90::v_row_elems(bv) * 2 % 16, 0) << "v rows keep 16-byte pieces aligned";
+  }
+}
+
+TEST(Sm90Plan, SwizzleIsAPermutationAndConflictFreeForLdmatrix) {
+  // Every element of a [64][128] tile has its own offset inside the tile.
+  std::set<unsigned> offsets;
+  for (int r = 0; r < sm90::kChunk; ++r)
+    for (int c = 0; c < sm90::kHeadDim; ++c) {
+      const unsigned off = sm90::qk_offset(r, c);
+      EXPECT_LT(off, unsigned(sm90::kQKTileBytes));
+      offsets.insert(off);
+    }
+  EXPECT_EQ(offsets.size(), size_t(sm90::kChunk * sm90::kHeadDim));
+  // 16-byte pieces stay whole (ldmatrix and cp.async move 8 consecutive columns), and the eight
+  // rows of one 8 x 8 matrix land in eight different 16-byte bank groups.
+  for (int r0 = 0; r0 < sm90::kChunk; r0 += 8)
+    for (int c = 0; c < sm90::kHeadDim; c += 8) {
+      std::set<unsigned> groups;
+      for (int r = r0; r < r0 + 8; ++r) {
+        for (int e = 1; e < 8; ++e) EXPECT_EQ(sm90::qk_offset(r, c + e), sm90::qk_offset(r, c) + 2u * unsigned(e));
+        groups.insert(sm90::qk_offset(r, c) / 16 % 8);
+      }
+      EXPECT_EQ(groups.size(), 8u) << "rows " << r0 << ".. column " << c;
+    }
+}
+
+TEST(Sm90Plan, DeclinesWhatItCannotRunWithTheReason) {
+  EXPECT_EQ(sm90::unsupported_reason(prefill({5}, 1, 2)), "");
+  Shape k64 = prefill({5}, 1, 2);
+  k64.dk = k64.dv = 64;
+  EXPECT_TRUE(test::contains(sm90::unsupported_reason(k64), "K = V = 128")) << sm90::unsupported_reason(k64);
+  EXPECT_TRUE(test::contains(sm90::unsupported_reason(k64), "64 and 256"));
+  Shape v256 = prefill({5}, 1, 2);
+  v256.dv = 256;
+  EXPECT_NE(sm90::unsupported_reason(v256), "");
+  Shape f32 = prefill({5}, 1, 2);
+  f32.input_dtype = DType::f32;
+  EXPECT_TRUE(test::contains(sm90::unsupported_reason(f32), "bf16 or f16"));
+  Shape f16 = prefill({5}, 1, 2);
+  f16.input_dtype = DType::f16;
+  EXPECT_EQ(sm90::unsupported_reason(f16), "");
+  // Every gate form, layout, norm and h0 setting is taken.
+  Shape other = prefill({1, 0, 130}, 4, 16);
+  other.gate = GateForm::raw, other.layout = Layout::vk, other.l2norm = false, other.has_h0 = false;
+  EXPECT_EQ(sm90::unsupported_reason(other), "");
+}
+
+TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
+  Plan chosen;
+  chosen.block_v = 32;
+  EXPECT_EQ(sm90::apply_override(chosen, "block_v=128").block_v, 128);
+  EXPECT_EQ(sm90::apply_override(chosen, "block_v=64").block_v, 64);
+  EXPECT_EQ(sm90::apply_override(chosen, "").block_v, 32);
+  EXPECT_THROW(sm90::apply_override(chosen, "block_v=48"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "warps=4"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "block_v"), std::invalid_argument);
+  const Batch b = Batch::of(prefill({32768}, 16, 32));
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
+    EXPECT_EQ(sm90::plan_for(b, 132).block_v, 128);
+  }
+  EXPECT_EQ(sm90::plan_for(b, 132).block_v, 32);
+}
+
+TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->op, OpKind::prefill);
+  EXPECT_EQ(v->backend, Backend::cuda);
+  EXPECT_EQ(v->min_arch, 90);
+  EXPECT_EQ(v->max_arch, 90);
+  ASSERT_TRUE(bool(v->plan));
+  const Shape s = prefill({32768}, 16, 32);
+  EXPECT_EQ(v->supports(s), "");
+  const std::string line = v->plan(s);
+  EXPECT_TRUE(test::contains(line, "chunk 64")) << line;
+  EXPECT_TRUE(test::contains(line, "block_v")) << line;
+  EXPECT_TRUE(test::contains(line, "CTAs on")) << line;
+  EXPECT_EQ(sm90::choose(Batch::of(s), 132).describe(Batch::of(s), 132).find("block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs"),
+            size_t(0) + std::string("chunk 64, ").size());
+}
+
+}  // namespace
+}  // namespace gdn
