@@ -46,7 +46,9 @@ std::vector<KernelUse> read_report(const std::string& path) {
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
     if (std::regex_search(line, m, entry)) {
-      out.push_back({demangle(m[1]), m[2]});
+      std::string arch = m[2];
+      if (arch.back() == 'a') arch.pop_back();  // sm_90a: the sm_90 budgets
+      out.push_back({demangle(m[1]), arch});
     } else if (!out.empty() && std::regex_search(line, m, frame)) {
       out.back().stack = std::stoi(m[1]), out.back().spill_stores = std::stoi(m[2]), out.back().spill_loads = std::stoi(m[3]);
     } else if (!out.empty() && std::regex_search(line, m, used)) {
