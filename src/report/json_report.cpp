@@ -134,13 +134,14 @@ void timing_from_json(const json& j, CaseRecord& r) {
 
 json to_json(const HostInfo& h) {
   return {{"hostname", h.hostname},         {"cpu_model", h.cpu_model}, {"logical_cores", h.logical_cores},
-          {"memory_bytes", h.memory_bytes}, {"llc_bytes", h.llc_bytes}, {"os", h.os}};
+          {"memory_bytes", h.memory_bytes}, {"llc_bytes", h.llc_bytes}, {"cache_bytes", h.cache_bytes}, {"os", h.os}};
 }
 
 HostInfo host_from_json(const json& j) {
   HostInfo h;
   read(j, "hostname", h.hostname), read(j, "cpu_model", h.cpu_model), read(j, "logical_cores", h.logical_cores);
-  read(j, "memory_bytes", h.memory_bytes), read(j, "llc_bytes", h.llc_bytes), read(j, "os", h.os);
+  read(j, "memory_bytes", h.memory_bytes), read(j, "llc_bytes", h.llc_bytes), read(j, "cache_bytes", h.cache_bytes),
+      read(j, "os", h.os);
   return h;
 }
 
@@ -292,7 +293,8 @@ json to_json(const CaseRecord& r) {
            {{"tflops", num(r.tflops)},
             {"tflops_fi", num(r.tflops_fi)},
             {"tbps", num(r.tbps)},
-            {"roofline_pct", num(r.roofline_pct)}}},
+            {"roofline_pct", num(r.roofline_pct)},
+            {"roofline_note", r.roofline_note}}},
           {"peak", {{"kind", r.peak.kind}, {"value", num(r.peak.value)}, {"source", r.peak.source}}},
           {"throttled", r.throttled},
           {"wall_s", num(r.wall_s)}};
@@ -317,7 +319,7 @@ CaseRecord record_from_json(const json& j) {
   }
   if (auto it = j.find("metrics"); it != j.end() && it->is_object()) {
     read(*it, "tflops", r.tflops), read(*it, "tflops_fi", r.tflops_fi), read(*it, "tbps", r.tbps);
-    read(*it, "roofline_pct", r.roofline_pct);
+    read(*it, "roofline_pct", r.roofline_pct), read(*it, "roofline_note", r.roofline_note);
   }
   if (auto it = j.find("peak"); it != j.end() && it->is_object())
     read(*it, "kind", r.peak.kind), read(*it, "value", r.peak.value), read(*it, "source", r.peak.source);

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "timing/host_flush.h"
 #include "timing/measure.h"
 #include "timing/timer.h"
 
@@ -235,18 +234,6 @@ TEST(HostTimer, BeforeRunsOutsideEachSample) {
     EXPECT_LT(s.seconds, 10);
     EXPECT_TRUE(s.kernels.empty());
   }
-}
-
-TEST(HostCacheFlush, RunsRepeatedlyAsABeforeHook) {
-  auto flush = make_host_cache_flush(std::size_t(1) << 20);  // 2 MiB buffer
-  ASSERT_TRUE(flush);
-  flush();
-  flush();
-  auto timer = make_host_timer();
-  int launches = 0;
-  const auto samples = timer->measure({flush, [&] { ++launches; }}, 2);
-  EXPECT_EQ(samples.size(), 2u);
-  EXPECT_EQ(launches, 2);
 }
 
 }  // namespace
