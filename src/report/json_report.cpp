@@ -112,7 +112,8 @@ json timing_to_json(const CaseRecord& r) {
   json kernels = json::array();
   for (const auto& k : m.kernels) kernels.push_back({{"name", k.name}, {"median_s", num(k.median_s)}, {"share", num(k.share)}});
   return {{"timer", r.timer},     {"stats", to_json(m.stats)},     {"samples_s", samples},
-          {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"wall_s", num(m.wall_s)},
+          {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"max_noise", num(m.max_noise)},
+          {"timeout_s", num(m.timeout_s)}, {"wall_s", num(m.wall_s)},
           {"kernels", kernels},   {"sm_clock_mhz", num(m.sm_clock_mhz)}};
 }
 
@@ -123,6 +124,7 @@ void timing_from_json(const json& j, CaseRecord& r) {
   if (auto it = j.find("samples_s"); it != j.end() && it->is_array())
     for (const auto& s : *it) m.samples_s.push_back(s.is_null() ? kNaN : s.get<double>());
   read(j, "converged", m.converged), read(j, "stop_reason", m.stop_reason), read(j, "wall_s", m.wall_s);
+  read(j, "max_noise", m.max_noise), read(j, "timeout_s", m.timeout_s);
   if (auto it = j.find("kernels"); it != j.end() && it->is_array())
     for (const auto& k : *it) {
       KernelStat ks;

@@ -85,7 +85,7 @@ void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend
   hooks.before = backend.before_sample(opt.mode);
   hooks.launch = [&] { v.launch(p.shape(), p.device(), ctx); };
   backend.throttled_since_last_check();  // reset the flag for this case
-  r.timing = measure(*timer, hooks, opt.rule);
+  r.timing = measure(*timer, hooks, backend.kind() == Backend::cpu ? opt.host_rule : opt.rule);
   r.timer = timer->name();
   r.timed = true;
   r.peak = backend.peak_for(r.work);

@@ -118,6 +118,7 @@ RunReport full_report() {
   auto few = timed_case(decode_b256(), "decode/cpu", 2e-3);
   few.timing.samples_s.resize(3);
   few.timing.stats = compute_stats(few.timing.samples_s);  // noise = inf
+  few.timing.max_noise = 0.02, few.timing.timeout_s = 3;
   few.peak = {};
   compute_metrics(few);
   auto over = timed_case(decode_b256(), "decode/cpu", 368e-6);
@@ -176,6 +177,8 @@ void expect_same_record(const CaseRecord& a, const CaseRecord& b) {
     EXPECT_NEAR(a.timing.samples_s[i], b.timing.samples_s[i], 1e-9);
   EXPECT_EQ(a.timing.converged, b.timing.converged);
   EXPECT_EQ(a.timing.stop_reason, b.timing.stop_reason);
+  EXPECT_SAME(a.timing.max_noise, b.timing.max_noise);
+  EXPECT_SAME(a.timing.timeout_s, b.timing.timeout_s);
   EXPECT_SAME(a.timing.wall_s, b.timing.wall_s);
   ASSERT_EQ(a.timing.kernels.size(), b.timing.kernels.size());
   for (std::size_t i = 0; i < a.timing.kernels.size(); ++i) {
@@ -458,6 +461,8 @@ TEST(Views, AWithheldRooflineIsMarkedAndExplained) {
   EXPECT_TRUE(over["metrics"]["roofline_pct"].is_null());
   EXPECT_NE(over["metrics"]["roofline_note"].get<std::string>().find("fits in the host's caches"), std::string::npos);
   EXPECT_EQ(j["cases"][1]["metrics"]["roofline_note"], "");
+  EXPECT_EQ(j["cases"][3]["timing"]["max_noise"], 0.02);
+  EXPECT_EQ(j["cases"][3]["timing"]["timeout_s"], 3);
 }
 
 TEST(Views, TablesPerOpWithSkipsAndBreakdown) {
