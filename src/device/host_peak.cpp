@@ -22,9 +22,14 @@ std::pair<std::size_t, std::size_t> share(std::size_t n, int w, int workers) {
 
 }  // namespace
 
-uint64_t HostPeak::working_set(double bytes) {
-  const double half = std::max(1.0, std::ceil(bytes / 2));
-  return (uint64_t(half) + kPage - 1) / kPage * kPage;
+HostPeak::HostPeak(HostWorkers& workers, HostCacheFlush& flush, uint64_t cache_bytes)
+    : workers_(workers), flush_(flush), streaming_(std::max<uint64_t>(4 * cache_bytes, uint64_t(256) << 20)) {
+  streaming_ = (streaming_ + kPage - 1) / kPage * kPage;
+}
+
+uint64_t HostPeak::working_set(double bytes) const {
+  const double half = std::clamp(std::ceil(bytes / 2), 1.0, double(streaming_));
+  return std::min((uint64_t(half) + kPage - 1) / kPage * kPage, streaming_);
 }
 
 double HostPeak::bytes_per_second(double bytes) {

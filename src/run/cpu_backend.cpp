@@ -69,15 +69,19 @@ class CpuBackend final : public ExecBackend {
       flush().flush(ranges);
     };
   }
-  Peak peak(bool) override { return peak_for(WorkModel{}); }
+  // Without a case: the streaming peak (a working set no cache holds).
+  Peak peak(bool) override {
+    WorkModel streaming;
+    streaming.bytes = 2.0 * double(host_peak().streaming_size());
+    return peak_for(streaming);
+  }
   // Every CPU variant is reported against the host's memory bandwidth (there is no tensor-core
   // rate to hold prefill against on the host), measured at the case's size.
   Peak peak_for(const WorkModel& work) override {
-    if (!peak_) peak_ = std::make_unique<HostPeak>(workers(), flush());
-    const double ws = double(HostPeak::working_set(work.bytes));
+    const double ws = double(host_peak().working_set(work.bytes));
     Peak p;
     p.kind = "host_bandwidth";
-    p.value = peak_->bytes_per_second(work.bytes);
+    p.value = host_peak().bytes_per_second(work.bytes);
     p.source = fmt::format("measured now: in-place read + write of {:.1f} MiB after a cold flush ({}), {} threads, best of {}",
                            ws / kMiB, flush().method(), workers().size(), HostPeak::kRuns);
     const double caches = double(host_.cache_bytes);
@@ -97,6 +101,10 @@ class CpuBackend final : public ExecBackend {
   HostCacheFlush& flush() {
     if (!flush_) flush_ = std::make_unique<HostCacheFlush>(workers(), host_.cache_bytes);
     return *flush_;
+  }
+  HostPeak& host_peak() {
+    if (!peak_) peak_ = std::make_unique<HostPeak>(workers(), flush(), host_.cache_bytes);
+    return *peak_;
   }
 
   int threads_;

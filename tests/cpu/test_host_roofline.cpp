@@ -15,17 +15,23 @@
 namespace gdn {
 namespace {
 
-TEST(HostPeak, WorkingSetIsHalfTheTrafficInWholePages) {
-  EXPECT_EQ(HostPeak::working_set(0), 4096u);
-  EXPECT_EQ(HostPeak::working_set(8192), 4096u);
-  EXPECT_EQ(HostPeak::working_set(8194), 8192u);
-  EXPECT_EQ(HostPeak::working_set(2.0 * (64 << 20)), uint64_t(64) << 20);
+TEST(HostPeak, WorkingSetIsHalfTheTrafficInWholePagesUpToStreamingSize) {
+  HostWorkers workers(1);
+  HostCacheFlush flush(workers, 0);
+  const HostPeak peak(workers, flush, uint64_t(100) << 20);
+  EXPECT_EQ(peak.streaming_size(), uint64_t(400) << 20);
+  EXPECT_EQ(peak.working_set(0), 4096u);
+  EXPECT_EQ(peak.working_set(8192), 4096u);
+  EXPECT_EQ(peak.working_set(8194), 8192u);
+  EXPECT_EQ(peak.working_set(2.0 * (64 << 20)), uint64_t(64) << 20);
+  EXPECT_EQ(peak.working_set(1e12), uint64_t(400) << 20) << "huge cases are measured at the streaming size";
+  EXPECT_EQ(HostPeak(workers, flush, 0).streaming_size(), uint64_t(256) << 20);
 }
 
 TEST(HostPeak, MeasuredOncePerSize) {
   HostWorkers workers;
   HostCacheFlush flush(workers, query_host().cache_bytes);
-  HostPeak peak(workers, flush);
+  HostPeak peak(workers, flush, query_host().cache_bytes);
   const double first = peak.bytes_per_second(2.0 * (4 << 20));
   EXPECT_TRUE(std::isfinite(first));
   EXPECT_GT(first, 1e8) << "100 MB/s is below any machine this runs on";
