@@ -86,8 +86,9 @@ class CpuBackend final : public ExecBackend {
                            ws / kMiB, flush().method(), workers().size(), HostPeak::kRuns);
     const double caches = double(host_.cache_bytes);
     p.caveat = caches > 0 && ws <= caches
-                   ? fmt::format("its working set ({:.1f} MiB) fits in the host's caches ({:.1f} MiB), where its writes "
-                                 "can stay past the timed span",
+                   ? fmt::format("its working set ({:.1f} MiB) fits in the host's caches ({:.1f} MiB), where how many "
+                                 "of its writes stay past the timed span depends on its access order, which the "
+                                 "in-place peak does not reproduce",
                                  ws / kMiB, caches / kMiB)
                    : "the byte model counts bytes this variant does not move, or the flush left its data in cache";
     return p;
