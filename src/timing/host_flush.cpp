@@ -35,26 +35,32 @@ void flush_clflush(const char* p, const char* end) {
 }
 #endif
 
-// Lines [first, last) of the ranges taken as one sequence.
-void flush_line_span(const std::vector<HostRange>& ranges, std::size_t first, std::size_t last) {
-  std::size_t at = 0;
-  for (const auto& r : ranges) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(r.data) / kLine * kLine;
-    const std::size_t lines = (reinterpret_cast<std::uintptr_t>(r.data) + r.bytes - begin + kLine - 1) / kLine;
-    const std::size_t lo = std::max(first, at), hi = std::min(last, at + lines);
-    if (lo < hi) flush_cache_lines(reinterpret_cast<const char*>(begin + (lo - at) * kLine), (hi - lo) * kLine);
-    at += lines;
-    if (at >= last) break;
-  }
+// The address of a range's first line and how many lines it touches.
+struct Lines {
+  std::uintptr_t first;
+  std::size_t count;
+};
+Lines lines_of(const HostRange& r) {
+  const auto at = reinterpret_cast<std::uintptr_t>(r.data), first = at / kLine * kLine;
+  return {first, (at + r.bytes - first + kLine - 1) / kLine};
 }
 
 std::size_t line_count(const std::vector<HostRange>& ranges) {
   std::size_t n = 0;
-  for (const auto& r : ranges) {
-    const auto begin = reinterpret_cast<std::uintptr_t>(r.data) / kLine * kLine;
-    n += (reinterpret_cast<std::uintptr_t>(r.data) + r.bytes - begin + kLine - 1) / kLine;
-  }
+  for (const auto& r : ranges) n += lines_of(r).count;
   return n;
+}
+
+// Lines [first, last) of the ranges taken as one sequence.
+void flush_line_span(const std::vector<HostRange>& ranges, std::size_t first, std::size_t last) {
+  std::size_t at = 0;
+  for (const auto& r : ranges) {
+    const Lines l = lines_of(r);
+    const std::size_t lo = std::max(first, at), hi = std::min(last, at + l.count);
+    if (lo < hi) flush_cache_lines(reinterpret_cast<const char*>(l.first + (lo - at) * kLine), (hi - lo) * kLine);
+    at += l.count;
+    if (at >= last) break;
+  }
 }
 
 }  // namespace
