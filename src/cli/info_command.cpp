@@ -11,8 +11,9 @@ namespace {
 
 int info() {
   auto h = query_host();
-  fmt::print("host: {} | {} | {} logical cores | {:.1f} GiB | LLC {:.1f} MiB | Linux {}\n", h.hostname, h.cpu_model,
-             h.logical_cores, double(h.memory_bytes) / (1 << 30), double(h.llc_bytes) / (1 << 20), h.os);
+  fmt::print("host: {} | {} | {} logical cores | {:.1f} GiB | LLC {:.1f} MiB (all caches {:.1f} MiB) | {}\n",
+             h.hostname, h.cpu_model, h.logical_cores, double(h.memory_bytes) / (1 << 30), double(h.llc_bytes) / (1 << 20),
+             double(h.cache_bytes) / (1 << 20), h.os);
   std::string why;
   auto devs = query_devices(&why);
   if (devs.empty()) fmt::print("CUDA devices: none ({})\n", why);

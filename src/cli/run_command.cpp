@@ -18,6 +18,7 @@ struct RunArgs {
   std::vector<std::string> peers;
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
+  double host_max_noise_pct = StoppingRule::host().max_noise * 100, host_timeout = StoppingRule::host().timeout_s;
   bool no_verify = false, breakdown = false, quiet = false, isolate = false;
   int64_t only_point = -1;
   int64_t seed = -1;
@@ -69,6 +70,10 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   opt.rule.max_noise = a.max_noise_pct / 100.0;
   opt.rule.min_time_s = a.min_time;
   opt.rule.timeout_s = a.timeout;
+  // CPU variants share the flags above except the noise target and the cap, which are their own.
+  opt.host_rule = opt.rule;
+  opt.host_rule.max_noise = a.host_max_noise_pct / 100.0;
+  opt.host_rule.timeout_s = a.host_timeout;
   opt.verify = !a.no_verify;
   opt.time = time;
   if (a.seed >= 0) opt.seed = uint64_t(a.seed);
@@ -138,11 +143,15 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
   cmd->add_option("--min-samples", a.min_samples, "Minimum timed samples")->check(CLI::PositiveNumber);
   cmd->add_option("--max-samples", a.max_samples, "Maximum timed samples")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", a.warmup, "Untimed warm-up launches")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--max-noise", a.max_noise_pct, "Target relative noise of the median, percent")
+  cmd->add_option("--max-noise", a.max_noise_pct, "GPU variants: target relative noise of the median, percent")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--min-time", a.min_time, "Minimum accumulated measured time per case, seconds")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--timeout", a.timeout, "Wall-clock limit per case, seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--timeout", a.timeout, "GPU variants: wall-clock limit per case, seconds")->check(CLI::PositiveNumber);
+  cmd->add_option("--host-max-noise", a.host_max_noise_pct, "CPU variants: target relative noise of the median, percent")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--host-timeout", a.host_timeout, "CPU variants: wall-clock limit per case, seconds")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--no-verify", a.no_verify, "Time without verifying first (not recommended)");
   cmd->add_flag("--breakdown", a.breakdown, "Show the per-kernel stage breakdown");
   cmd->add_option("--resume", a.resume, "Skip the cases this report already holds (and keep them)");

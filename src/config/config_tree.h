@@ -40,9 +40,14 @@ ScalarType scalar_type(const ConfigNode& n);
 
 // Parses config text into a tree. `name` (the file name) picks the format: .yaml/.yml YAML,
 // .json JSON, anything else JSON when the first non-space character is '{', else YAML.
-// Syntax errors throw input_error "NAME:LINE: ...".
+// Syntax errors, YAML anchors/aliases and crossed limits (config_limits.h) throw input_error
+// "NAME:LINE: ..." as soon as they are read.
 ConfigNode parse_config_tree(const std::string& text, const std::string& name);
-ConfigNode parse_yaml_tree(const std::string& text, const std::string& name);
-ConfigNode parse_json_tree(const std::string& text, const std::string& name);
+ConfigNode parse_yaml_tree(const std::string& text, const std::string& name);   // yaml_tree.cpp
+ConfigNode parse_json_tree(const std::string& text, const std::string& name);   // json_tree.cpp
+
+// The bytes of a config file, reading no more than one byte past the size limit; input_error
+// when it cannot be read or is too large.
+std::string read_config_file(const std::string& path);
 
 }  // namespace gdn

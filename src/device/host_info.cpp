@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -76,6 +77,28 @@ uint64_t last_level_cache_bytes() {
   return best;
 }
 
+// Every distinct data or unified cache of the online CPUs, added up (a cache shared by several
+// CPUs counts once): what a whole-machine overwrite must displace.
+uint64_t total_cache_bytes() {
+  namespace fs = std::filesystem;
+  std::set<std::string> seen;
+  uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+    const std::string name = cpu.path().filename().string();
+    if (name.size() < 4 || name.rfind("cpu", 0) != 0 || !std::isdigit(static_cast<unsigned char>(name[3]))) continue;
+    std::error_code ec2;
+    for (const auto& entry : fs::directory_iterator(cpu.path() / "cache", ec2)) {
+      if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+      const std::string type = read_line(entry.path() / "type");
+      if (type != "Data" && type != "Unified") continue;
+      const std::string key = read_line(entry.path() / "level") + "|" + type + "|" + read_line(entry.path() / "shared_cpu_list");
+      if (seen.insert(key).second) total += parse_size(read_line(entry.path() / "size"));
+    }
+  }
+  return total;
+}
+
 uint64_t memory_bytes() {
   // "MemTotal:       131897216 kB"
   const std::string v = proc_field("/proc/meminfo", "MemTotal");
@@ -99,6 +122,7 @@ HostInfo query_host() {
   h.logical_cores = online > 0 ? int(online) : int(std::thread::hardware_concurrency());
   h.memory_bytes = memory_bytes();
   h.llc_bytes = last_level_cache_bytes();
+  h.cache_bytes = total_cache_bytes();
   struct utsname u {};
   if (uname(&u) == 0) h.os = std::string(u.sysname) + " " + u.release;
   if (h.cpu_model.empty() && !h.os.empty()) h.cpu_model = u.machine;

@@ -12,8 +12,9 @@ struct HostInfo {
   std::string cpu_model;
   int logical_cores = 0;
   uint64_t memory_bytes = 0;
-  uint64_t llc_bytes = 0;  // last-level cache, 0 if unknown
-  std::string os;          // kernel release
+  uint64_t llc_bytes = 0;    // last-level cache of cpu0, 0 if unknown
+  std::string os;            // kernel release
+  uint64_t cache_bytes = 0;  // every distinct data/unified cache of the host added up, 0 if unknown
 };
 
 struct DeviceInfo {

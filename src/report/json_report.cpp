@@ -113,7 +113,8 @@ json timing_to_json(const CaseRecord& r) {
   json kernels = json::array();
   for (const auto& k : m.kernels) kernels.push_back({{"name", k.name}, {"median_s", num(k.median_s)}, {"share", num(k.share)}});
   return {{"timer", r.timer},     {"stats", to_json(m.stats)},     {"samples_s", samples},
-          {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"wall_s", num(m.wall_s)},
+          {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"max_noise", num(m.max_noise)},
+          {"timeout_s", num(m.timeout_s)}, {"wall_s", num(m.wall_s)},
           {"kernels", kernels},   {"sm_clock_mhz", num(m.sm_clock_mhz)}};
 }
 
@@ -124,6 +125,7 @@ void timing_from_json(const json& j, CaseRecord& r) {
   if (auto it = j.find("samples_s"); it != j.end() && it->is_array())
     for (const auto& s : *it) m.samples_s.push_back(s.is_null() ? kNaN : s.get<double>());
   read(j, "converged", m.converged), read(j, "stop_reason", m.stop_reason), read(j, "wall_s", m.wall_s);
+  read(j, "max_noise", m.max_noise), read(j, "timeout_s", m.timeout_s);
   if (auto it = j.find("kernels"); it != j.end() && it->is_array())
     for (const auto& k : *it) {
       KernelStat ks;
@@ -135,13 +137,14 @@ void timing_from_json(const json& j, CaseRecord& r) {
 
 json to_json(const HostInfo& h) {
   return {{"hostname", h.hostname},         {"cpu_model", h.cpu_model}, {"logical_cores", h.logical_cores},
-          {"memory_bytes", h.memory_bytes}, {"llc_bytes", h.llc_bytes}, {"os", h.os}};
+          {"memory_bytes", h.memory_bytes}, {"llc_bytes", h.llc_bytes}, {"cache_bytes", h.cache_bytes}, {"os", h.os}};
 }
 
 HostInfo host_from_json(const json& j) {
   HostInfo h;
   read(j, "hostname", h.hostname), read(j, "cpu_model", h.cpu_model), read(j, "logical_cores", h.logical_cores);
-  read(j, "memory_bytes", h.memory_bytes), read(j, "llc_bytes", h.llc_bytes), read(j, "os", h.os);
+  read(j, "memory_bytes", h.memory_bytes), read(j, "llc_bytes", h.llc_bytes), read(j, "cache_bytes", h.cache_bytes),
+      read(j, "os", h.os);
   return h;
 }
 
@@ -250,7 +253,8 @@ json to_json(const CaseRecord& r) {
            {{"tflops", num(r.tflops)},
             {"tflops_fi", num(r.tflops_fi)},
             {"tbps", num(r.tbps)},
-            {"roofline_pct", num(r.roofline_pct)}}},
+            {"roofline_pct", num(r.roofline_pct)},
+            {"roofline_note", r.roofline_note}}},
           {"peak", {{"kind", r.peak.kind}, {"value", num(r.peak.value)}, {"source", r.peak.source}}},
           {"throttled", r.throttled},
           {"wall_s", num(r.wall_s)}};
@@ -276,7 +280,7 @@ CaseRecord record_from_json(const json& j) {
   }
   if (auto it = j.find("metrics"); it != j.end() && it->is_object()) {
     read(*it, "tflops", r.tflops), read(*it, "tflops_fi", r.tflops_fi), read(*it, "tbps", r.tbps);
-    read(*it, "roofline_pct", r.roofline_pct);
+    read(*it, "roofline_pct", r.roofline_pct), read(*it, "roofline_note", r.roofline_note);
   }
   if (auto it = j.find("peak"); it != j.end() && it->is_object())
     read(*it, "kind", r.peak.kind), read(*it, "value", r.peak.value), read(*it, "source", r.peak.source);

@@ -43,6 +43,9 @@ struct Peak {
   std::string kind;  // "copy_bandwidth" (bytes/s) or "bf16_mma" (FLOP/s) or "host_bandwidth"
   double value = kNaN;
   std::string source;  // "calibrate cache", "measured now", ...
+  // What could put a case above this peak, said in the case's roofline_note when one is (not
+  // written to reports; the note is).
+  std::string caveat;
 };
 
 enum class CaseStatus { ok, skipped, verify_failed, error };
@@ -74,7 +77,8 @@ struct CaseRecord {
   double tflops = kNaN;      // work.flops / median
   double tflops_fi = kNaN;   // work.flops_fi / median
   double tbps = kNaN;        // work.bytes / median, TB/s (1e12)
-  double roofline_pct = kNaN;
+  double roofline_pct = kNaN;   // never above 100: such a figure is withheld (NaN) and explained
+  std::string roofline_note;    // why roofline_pct is withheld; "" when it is shown or simply unknown
   Peak peak;
   bool throttled = false;
   double wall_s = 0;  // whole case, verification included
@@ -83,7 +87,8 @@ struct CaseRecord {
   std::string shape_key() const { return shape.key(); }
 };
 
-// Fills tflops/tbps/roofline from work, timing and the peak.
+// Fills tflops/tbps/roofline from work, timing and the peak. A roofline above 100 % is a number
+// the peak or the byte model got wrong: it is left NaN and roofline_note says why (SPEC section 5).
 void compute_metrics(CaseRecord& r);
 
 }  // namespace gdn

@@ -66,14 +66,20 @@ std::string stage_name(std::string name) {
   return name;
 }
 
+// A figure above the peak is withheld: the cell says so and a line under the row says why.
+std::string roofline_cell(const CaseRecord& r) {
+  return r.roofline_note.empty() ? fixed_or_blank(r.roofline_pct, "{:.1f}") : ">peak*";
+}
+
 void add_case(TextTable& t, const CaseRecord& r, bool breakdown) {
   const bool timed = r.timed;
   std::vector<std::string> cells{short_variant(r), r.shape_key(), timed ? format_seconds(r.timing.stats.median) : "",
                                  noise_cell(r), fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"),
-                                 fixed_or_blank(r.roofline_pct, "{:.1f}"), verify_cell(r.verify),
-                                 fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)};
+                                 roofline_cell(r), verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"),
+                                 status_cell(r)};
   if (breakdown) cells.push_back(r.plan.substr(0, r.plan.find(" (")));  // the budget stays in the JSON
   t.row(std::move(cells));
+  if (!r.roofline_note.empty()) t.line("    * roof%: " + r.roofline_note);
   for (const auto& c : r.verify.checks)
     if (r.verify.ran && !c.pass) t.line("    FAIL " + check_failure(c));
   if (r.status == CaseStatus::error && !r.reason.empty()) t.line("    error: " + r.reason);

@@ -38,6 +38,9 @@ class ExecBackend {
   virtual std::function<void()> before_sample(TimingMode mode) = 0;
   // The peak a roofline % refers to: copy bandwidth for bandwidth-bound ops, else bf16 MMA rate.
   virtual Peak peak(bool bandwidth_bound) = 0;
+  // The peak for one case: the host measures its bandwidth at the case's size; a GPU's peaks
+  // do not depend on it.
+  virtual Peak peak_for(const WorkModel& work) { return peak(work.bandwidth_bound); }
   // Throttling seen since the last call (GPU clock below threshold), if the backend can tell.
   virtual bool throttled_since_last_check() { return false; }
 };

@@ -1,40 +1,24 @@
 // The host backend: CPU variants run synchronously on host memory, timed by the steady clock.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <thread>
 #include <vector>
 
 #include "core/errors.h"
+#include "device/host_peak.h"
 #include "device/info.h"
 #include "run/backend.h"
 #include "timing/host_flush.h"
+#include "timing/host_workers.h"
 
 namespace gdn {
 namespace {
 
-// Host copy bandwidth (bytes read + written per second) with every core copying its share of
-// two 256 MiB buffers; the best of a few repetitions. Measured once per process.
-double measure_host_bandwidth(int threads) {
-  const std::size_t bytes = std::size_t(256) << 20;
-  std::vector<char> a(bytes, 1), b(bytes, 2);
-  double best = 0;
-  for (int rep = 0; rep < 4; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        std::size_t lo = bytes * t / threads, hi = bytes * (t + 1) / threads;
-        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
-      });
-    for (auto& th : pool) th.join();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    best = std::max(best, 2.0 * double(bytes) / s);
-  }
-  return best;
-}
+constexpr double kMiB = 1 << 20;
 
 class CpuBackend final : public ExecBackend {
  public:
@@ -46,12 +30,17 @@ class CpuBackend final : public ExecBackend {
   std::string can_run(const Variant& v) const override {
     return v.backend == Backend::cpu ? "" : "not a CPU variant";
   }
+  // Every live buffer is remembered: they are what a cold flush evicts.
   void* alloc(std::size_t bytes) override {
     void* p = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
     if (!p) throw runtime_error("host allocation failed");
+    live_[p] = bytes;
     return p;
   }
-  void free(void* p) override { std::free(p); }
+  void free(void* p) override {
+    live_.erase(p);
+    std::free(p);
+  }
   std::size_t free_memory() const override {
     std::ifstream f("/proc/meminfo");
     std::string key;
@@ -73,23 +62,58 @@ class CpuBackend final : public ExecBackend {
   std::unique_ptr<Timer> make_timer(TimingMode) override { return make_host_timer(); }
   std::function<void()> before_sample(TimingMode mode) override {
     if (mode != TimingMode::cold) return [] {};
-    return make_host_cache_flush(host_.llc_bytes);
+    return [this] {
+      std::vector<HostRange> ranges;
+      ranges.reserve(live_.size());
+      for (const auto& [p, bytes] : live_) ranges.push_back({p, bytes});
+      flush().flush(ranges);
+    };
+  }
+  // Without a case: the streaming peak (a working set no cache holds).
+  Peak peak(bool) override {
+    WorkModel streaming;
+    streaming.bytes = 2.0 * double(host_peak().streaming_size());
+    return peak_for(streaming);
   }
   // Every CPU variant is reported against the host's memory bandwidth (there is no tensor-core
-  // rate to hold prefill against on the host).
-  Peak peak(bool) override {
+  // rate to hold prefill against on the host), measured at the case's size.
+  Peak peak_for(const WorkModel& work) override {
+    const double ws = double(host_peak().working_set(work.bytes));
     Peak p;
-    if (bandwidth_ == 0) bandwidth_ = measure_host_bandwidth(threads_);
     p.kind = "host_bandwidth";
-    p.value = bandwidth_;
-    p.source = "measured now (threaded memcpy, read + write)";
+    p.value = host_peak().bytes_per_second(work.bytes);
+    p.source = fmt::format("measured now: in-place read + write of {:.1f} MiB after a cold flush ({}), {} threads, best of {}",
+                           ws / kMiB, flush().method(), workers().size(), HostPeak::kRuns);
+    const double caches = double(host_.cache_bytes);
+    p.caveat = caches > 0 && ws <= caches
+                   ? fmt::format("its working set ({:.1f} MiB) fits in the host's caches ({:.1f} MiB), where how many "
+                                 "of its writes stay past the timed span depends on its access order, which the "
+                                 "in-place peak does not reproduce",
+                                 ws / kMiB, caches / kMiB)
+                   : "the byte model counts bytes this variant does not move, or the flush left its data in cache";
     return p;
   }
 
  private:
+  HostWorkers& workers() {
+    if (!workers_) workers_ = std::make_unique<HostWorkers>(threads_);
+    return *workers_;
+  }
+  HostCacheFlush& flush() {
+    if (!flush_) flush_ = std::make_unique<HostCacheFlush>(workers(), host_.cache_bytes);
+    return *flush_;
+  }
+  HostPeak& host_peak() {
+    if (!peak_) peak_ = std::make_unique<HostPeak>(workers(), flush(), host_.cache_bytes);
+    return *peak_;
+  }
+
   int threads_;
   HostInfo host_;
-  double bandwidth_ = 0;
+  std::map<void*, std::size_t> live_;
+  std::unique_ptr<HostWorkers> workers_;
+  std::unique_ptr<HostCacheFlush> flush_;
+  std::unique_ptr<HostPeak> peak_;
 };
 
 }  // namespace

@@ -85,10 +85,10 @@ void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend
   hooks.before = backend.before_sample(opt.mode);
   hooks.launch = [&] { v.launch(p.shape(), p.device(), ctx); };
   backend.throttled_since_last_check();  // reset the flag for this case
-  r.timing = measure(*timer, hooks, opt.rule);
+  r.timing = measure(*timer, hooks, backend.kind() == Backend::cpu ? opt.host_rule : opt.rule);
   r.timer = timer->name();
   r.timed = true;
-  r.peak = backend.peak(r.work.bandwidth_bound);
+  r.peak = backend.peak_for(r.work);
   r.throttled = backend.throttled_since_last_check();
   compute_metrics(r);
 }
@@ -199,8 +199,12 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     save();
   }
   progress.finish();
+  // The host's peak depends on the case's size: the calibration keeps the best one seen.
   for (auto& r : report.cases)
-    if (r.timed && !r.peak.kind.empty()) report.calibration[r.peak.kind] = r.peak.value;
+    if (r.timed && !r.peak.kind.empty()) {
+      auto& slot = report.calibration[r.peak.kind];
+      if (!slot.is_number() || slot.get<double>() < r.peak.value) slot = r.peak.value;
+    }
   report.complete = usable && !g_interrupted;
   report.finished_at = now_iso8601();
   save();

@@ -20,7 +20,8 @@ struct RunOptions {
   std::optional<OpKind> op;          // --op filter
   std::string variant_glob;          // --variant (ANDed with each case's glob); "" = no filter
   TimingMode mode = TimingMode::cold;
-  StoppingRule rule;
+  StoppingRule rule;                                   // GPU variants
+  StoppingRule host_rule = StoppingRule::host();       // CPU variants (--host-max-noise, --host-timeout)
   bool verify = true;                // --no-verify turns it off
   bool time = true;                  // verify command: false
   std::optional<uint64_t> seed;      // --seed overrides the config's seeds

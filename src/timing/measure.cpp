@@ -119,6 +119,8 @@ Measurement measure(Timer& timer, const SampleHooks& hooks, const StoppingRule& 
 
   m.stats = compute_stats(m.samples_s);
   m.stop_reason = reason;
+  m.max_noise = rule.max_noise;
+  m.timeout_s = rule.timeout_s;
   m.converged = reason == "noise";
   m.wall_s = elapsed();
   m.kernels = kernel_breakdown(all, m.stats.median);

@@ -107,8 +107,8 @@ TEST(Cli, BrokenVariantFailsVerifyWithExitTwo) {
 
 TEST(Cli, RunThenCompareSameReportIsCleanAndRegressionExitsOne) {
   auto base = tmp("base.json");
-  auto r = run("run --quiet --config " + src("tests/data/tiny.yaml") + " --op decode --min-samples 5 --max-noise 5 "
-               "--timeout 2 --json " + base);
+  auto r = run("run --quiet --config " + src("tests/data/tiny.yaml") + " --op decode --min-samples 5 --host-max-noise 5 "
+               "--host-timeout 2 --json " + base);
   ASSERT_EQ(r.code, 0) << r.out;
   r = run("compare " + base + " " + base);
   EXPECT_EQ(r.code, 0) << r.out;
@@ -130,7 +130,7 @@ TEST(Cli, RunThenCompareSameReportIsCleanAndRegressionExitsOne) {
 
 TEST(Cli, IsolateRecordsACrashingCaseAndFinishesTheSweep) {
   auto json = tmp("isolate.json");
-  auto r = run("run --quiet --isolate --min-samples 3 --max-noise 50 --timeout 1 --config " +
+  auto r = run("run --quiet --isolate --min-samples 3 --host-max-noise 50 --host-timeout 1 --config " +
                src("tests/data/crash.yaml") + " --json " + json);
   EXPECT_EQ(r.code, 4) << r.out;
   auto j = nlohmann::json::parse(std::ifstream(json));

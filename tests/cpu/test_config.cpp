@@ -495,7 +495,7 @@ TEST(ConfigErrors, TooManyPoints) {
                            "    layout: [vk, kv]\n    indices: [identity, random, padded, high]\n"
                            "    index_dtype: [i64, i32]\n    head_dim: [64, 128]\n    batch: [" +
                            batches + "]\n";
-  EXPECT_TRUE(rejects_yaml(text, 2, "cases[0]", "more than 1000000 points"));
+  EXPECT_TRUE(rejects_yaml(text, 2, "cases[0]", "more than 100000 points"));
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "timing/host_flush.h"
 #include "timing/measure.h"
 #include "timing/timer.h"
 
@@ -50,6 +49,23 @@ TEST(ShouldStop, NeedsLowNoise) {
   lenient.max_noise = 0.5;
   EXPECT_TRUE(should_stop(lenient, noisy(200), 1.0, why));
   EXPECT_EQ(why, "noise");
+}
+
+// Host samples spread like a shared machine's (interquartile range 7 % of the median): the host
+// rule stops on its noise target after 40 samples (noise 1.0 %); the GPU rule's 0.5 % would need
+// some 170.
+TEST(ShouldStop, HostRuleConvergesOnANoisyHost) {
+  std::vector<double> spread;  // 1 ms +- 7 %, evenly spread: IQR = 7 % of the median
+  for (int i = 0; i < 40; ++i) spread.push_back(1e-3 * (0.93 + 0.14 * double((i * 17) % 40) / 39.0));
+  std::string why;
+  auto host = StoppingRule::host();
+  host.min_time_s = 0;
+  EXPECT_TRUE(should_stop(host, spread, 0.5, why));
+  EXPECT_EQ(why, "noise");
+  auto gpu = host;
+  gpu.max_noise = StoppingRule().max_noise;
+  EXPECT_FALSE(should_stop(gpu, spread, 0.5, why));
+  EXPECT_LT(host.timeout_s, StoppingRule().timeout_s);
 }
 
 TEST(ShouldStop, MaxSamples) {
@@ -237,16 +253,15 @@ TEST(HostTimer, BeforeRunsOutsideEachSample) {
   }
 }
 
-TEST(HostCacheFlush, RunsRepeatedlyAsABeforeHook) {
-  auto flush = make_host_cache_flush(std::size_t(1) << 20);  // 2 MiB buffer
-  ASSERT_TRUE(flush);
-  flush();
-  flush();
-  auto timer = make_host_timer();
-  int launches = 0;
-  const auto samples = timer->measure({flush, [&] { ++launches; }}, 2);
-  EXPECT_EQ(samples.size(), 2u);
-  EXPECT_EQ(launches, 2);
+TEST(Measure, RecordsTheTargetAndCapItRanUnder) {
+  Counters c;
+  FakeTimer t({1e-3});
+  t.launches = &c.launches;
+  auto r = rule();
+  r.max_noise = 0.02, r.timeout_s = 3;
+  const Measurement m = measure(t, c.hooks(), r);
+  EXPECT_EQ(m.max_noise, 0.02);
+  EXPECT_EQ(m.timeout_s, 3);
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ RunReport full_report() {
   r.started_at = "2026-09-01T12:00:00Z";
   r.finished_at = "2026-09-01T12:03:10Z";
   r.complete = true;
-  r.host = {"gpu-node-7", "AMD EPYC 9654", 192, 1584ull << 30, 384ull << 20, "Linux 6.8.0"};
+  r.host = {"gpu-node-7", "AMD EPYC 9654", 192, 1584ull << 30, 384ull << 20, "Linux 6.8.0", 600ull << 20};
   DeviceInfo d;
   d.index = 0, d.name = "NVIDIA H200", d.uuid = "GPU-1234", d.cc_major = 9, d.cc_minor = 0;
   d.sm_count = 132, d.l2_bytes = 60ull << 20, d.memory_bytes = 141ull << 30, d.memory_free_bytes = 140ull << 30;
@@ -119,9 +119,14 @@ RunReport full_report() {
   auto few = timed_case(decode_b256(), "decode/cpu", 2e-3);
   few.timing.samples_s.resize(3);
   few.timing.stats = compute_stats(few.timing.samples_s);  // noise = inf
+  few.timing.max_noise = 0.02, few.timing.timeout_s = 3;
   few.peak = {};
   compute_metrics(few);
-  r.cases = {prefill, decode, failed, few, skipped_case("prefill/sm100", "needs sm_100 (device is sm_90)")};
+  auto over = timed_case(decode_b256(), "decode/cpu", 368e-6);
+  over.timer = "host";
+  over.peak = {"host_bandwidth", 2.0e12, "measured now", "its working set fits in the host's caches"};
+  compute_metrics(over);
+  r.cases = {prefill, decode, failed, few, skipped_case("prefill/sm100", "needs sm_100 (device is sm_90)"), over};
   return r;
 }
 
@@ -173,6 +178,8 @@ void expect_same_record(const CaseRecord& a, const CaseRecord& b) {
     EXPECT_NEAR(a.timing.samples_s[i], b.timing.samples_s[i], 1e-9);
   EXPECT_EQ(a.timing.converged, b.timing.converged);
   EXPECT_EQ(a.timing.stop_reason, b.timing.stop_reason);
+  EXPECT_SAME(a.timing.max_noise, b.timing.max_noise);
+  EXPECT_SAME(a.timing.timeout_s, b.timing.timeout_s);
   EXPECT_SAME(a.timing.wall_s, b.timing.wall_s);
   ASSERT_EQ(a.timing.kernels.size(), b.timing.kernels.size());
   for (std::size_t i = 0; i < a.timing.kernels.size(); ++i) {
@@ -189,6 +196,7 @@ void expect_same_record(const CaseRecord& a, const CaseRecord& b) {
   EXPECT_SAME(a.tflops_fi, b.tflops_fi);
   EXPECT_SAME(a.tbps, b.tbps);
   EXPECT_SAME(a.roofline_pct, b.roofline_pct);
+  EXPECT_EQ(a.roofline_note, b.roofline_note);
   EXPECT_EQ(a.peak.kind, b.peak.kind);
   EXPECT_SAME(a.peak.value, b.peak.value);
   EXPECT_EQ(a.peak.source, b.peak.source);
@@ -212,6 +220,7 @@ void expect_same_report(const RunReport& a, const RunReport& b) {
   EXPECT_EQ(a.host.logical_cores, b.host.logical_cores);
   EXPECT_EQ(a.host.memory_bytes, b.host.memory_bytes);
   EXPECT_EQ(a.host.llc_bytes, b.host.llc_bytes);
+  EXPECT_EQ(a.host.cache_bytes, b.host.cache_bytes);
   EXPECT_EQ(a.host.os, b.host.os);
   ASSERT_EQ(a.devices.size(), b.devices.size());
   for (std::size_t i = 0; i < a.devices.size(); ++i) {
@@ -313,6 +322,33 @@ TEST(Metrics, HostBandwidthAndUnknownPeaks) {
   r.timed = false;
   compute_metrics(r);
   EXPECT_TRUE(std::isnan(r.tbps) && std::isnan(r.tflops) && std::isnan(r.roofline_pct));
+}
+
+// A figure above the peak is a wrong peak or byte model, never a result (SPEC section 5).
+TEST(Metrics, AboveThePeakIsWithheldAndExplained) {
+  CaseRecord r = timed_case(decode_b256(), "decode/cpu", 368e-6);  // 2.935 TB/s
+  r.peak = {"host_bandwidth", 2.0e12, "measured now", "its working set (64.0 MiB) fits in the host's caches (332.0 MiB)"};
+  compute_metrics(r);
+  EXPECT_TRUE(std::isnan(r.roofline_pct));
+  EXPECT_NEAR(r.tbps, 2.9350511304347826, 1e-12) << "the bandwidth itself is still reported";
+  EXPECT_NE(r.roofline_note.find("measured 2935 GB/s is above the 2000 GB/s peak (host_bandwidth)"), std::string::npos)
+      << r.roofline_note;
+  EXPECT_NE(r.roofline_note.find("fits in the host's caches (332.0 MiB)"), std::string::npos) << r.roofline_note;
+
+  r.peak = {"copy_bandwidth", 2.0e12, "calibrate cache"};  // no caveat: the generic reason
+  compute_metrics(r);
+  EXPECT_NE(r.roofline_note.find("the peak or the byte model does not hold for this case"), std::string::npos);
+
+  r.peak = {"copy_bandwidth", r.tbps * 1e12, "calibrate cache"};  // exactly at the peak: shown
+  compute_metrics(r);
+  EXPECT_NEAR(r.roofline_pct, 100.0, 1e-9);
+  EXPECT_TRUE(r.roofline_note.empty());
+
+  CaseRecord p = timed_case(prefill_8k(), "prefill/sm90", 280e-6);  // 153 TFLOP/s
+  p.peak = {"bf16_mma", 100e12, "calibrate cache"};
+  compute_metrics(p);
+  EXPECT_TRUE(std::isnan(p.roofline_pct));
+  EXPECT_NE(p.roofline_note.find("GFLOP/s"), std::string::npos) << p.roofline_note;
 }
 
 TEST(Metrics, CaseStatusNames) {
@@ -417,6 +453,21 @@ TEST(Json, LoadErrorsAreInputErrorsNamingTheFile) {
 
 // ---- views -----------------------------------------------------------------------------
 
+TEST(Views, AWithheldRooflineIsMarkedAndExplained) {
+  const RunReport r = full_report();
+  const std::string t = format_tables(r.cases, false);
+  EXPECT_NE(t.find(">peak*"), std::string::npos) << t;
+  EXPECT_NE(t.find("    * roof%: measured 2935 GB/s is above the 2000 GB/s peak"), std::string::npos) << t;
+  EXPECT_EQ(t.find("146.8"), std::string::npos) << "the figure itself is not printed\n" << t;
+  const auto j = to_json(r);
+  const auto& over = j["cases"][5];
+  EXPECT_TRUE(over["metrics"]["roofline_pct"].is_null());
+  EXPECT_NE(over["metrics"]["roofline_note"].get<std::string>().find("fits in the host's caches"), std::string::npos);
+  EXPECT_EQ(j["cases"][1]["metrics"]["roofline_note"], "");
+  EXPECT_EQ(j["cases"][3]["timing"]["max_noise"], 0.02);
+  EXPECT_EQ(j["cases"][3]["timing"]["timeout_s"], 3);
+}
+
 TEST(Views, TablesPerOpWithSkipsAndBreakdown) {
   const RunReport r = full_report();
   const std::string t = format_tables(r.cases, true);
@@ -474,7 +525,7 @@ TEST(Views, GoogleBenchmarkShape) {
   EXPECT_EQ(g["context"]["num_cpus"], 192);
   EXPECT_EQ(g["context"]["host_name"], "gpu-node-7");
   const auto& b = g["benchmarks"];
-  ASSERT_EQ(b.size(), 3u);  // ok cases only: not the failed one, not the skipped one
+  ASSERT_EQ(b.size(), 4u);  // ok cases only: not the failed one, not the skipped one
   const std::string name = "prefill/sm90/" + prefill_8k().key() + "/cold";
   EXPECT_EQ(b[0]["name"], name);
   EXPECT_EQ(b[0]["run_name"], name);
@@ -490,12 +541,13 @@ TEST(Views, GoogleBenchmarkShape) {
   EXPECT_TRUE(b[0]["TBps"].is_number());
   EXPECT_NEAR(b[1]["roofline_pct"].get<double>(), 69.06002659846547, 1e-9);
   EXPECT_FALSE(b[2].contains("roofline_pct"));  // unknown peak: left out, not null
+  EXPECT_FALSE(b[3].contains("roofline_pct"));  // above the peak: withheld
 }
 
 TEST(Views, BiggerIsBetterUnitsFollowTheBound) {
   const auto a = to_bigger_is_better(full_report());
   ASSERT_TRUE(a.is_array());
-  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(a.size(), 4u);
   EXPECT_EQ(a[0]["unit"], "TFLOPS");  // prefill is compute bound
   EXPECT_NEAR(a[0]["value"].get<double>(), 153.39168914285716, 1e-9);
   EXPECT_EQ(a[1]["unit"], "TB/s");  // decode is bandwidth bound
@@ -514,6 +566,7 @@ TEST(HostInfo, DescribesThisMachine) {
   EXPECT_GT(h.memory_bytes, uint64_t(64) << 20);
   EXPECT_FALSE(h.os.empty());
   EXPECT_FALSE(h.cpu_model.empty());
+  if (h.llc_bytes > 0) EXPECT_GE(h.cache_bytes, h.llc_bytes) << "every cache together holds at least the LLC";
 }
 
 }  // namespace

@@ -77,6 +77,7 @@ RunOptions quick(const std::string& json) {
   o.rule.max_noise = 0.5;
   o.rule.min_time_s = 0;
   o.rule.timeout_s = 2;
+  o.host_rule = o.rule;  // these sweeps run CPU variants
   return o;
 }
 
