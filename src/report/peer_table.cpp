@@ -52,7 +52,8 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
     return sections.back();
   };
   for (const auto& r : ours) {
-    if (!measured(r)) continue;
+    // Rows timed on the host CPU have no GPU peer to stand beside.
+    if (!measured(r) || r.timer == "host") continue;
     auto it = by_key.find(row_key(r));
     if (it == by_key.end()) continue;
     PeerSection& sec = section_of(r.op());

@@ -90,6 +90,18 @@ TEST(PeerTable, AnotherDevicesNumbersAreNotCompared) {
   EXPECT_NE(format_peer_table(ours, peers).find("another device"), std::string::npos);
 }
 
+TEST(PeerTable, RowsTimedOnTheHostStandBesideNoPeer) {
+  CaseRecord cpu = rec("decode/cpu", 8, 900.0, CaseStatus::ok, "AMD EPYC");
+  cpu.timer = "host";
+  const std::vector<CaseRecord> ours{cpu, rec("decode/fast", 8, 10.0)};
+  const std::vector<CaseRecord> peers{rec("fla/fused_recurrent", 8, 20.0)};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  ASSERT_EQ(sections[0].rows.size(), 1u);
+  EXPECT_EQ(sections[0].rows[0].ours->variant, "decode/fast");
+  EXPECT_TRUE(sections[0].other_devices.empty());  // no warning about the CPU's "device"
+}
+
 TEST(PeerTable, FirstRecordOfAVariantWinsAndUnmatchedRowsAreLeftOut) {
   const std::vector<CaseRecord> ours{rec("decode/fast", 8, 10.0), rec("decode/fast", 16, 10.0)};
   const std::vector<CaseRecord> peers{rec("fla/fused_recurrent", 8, 20.0), rec("fla/fused_recurrent", 8, 1.0)};

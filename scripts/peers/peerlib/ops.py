@@ -12,6 +12,8 @@ import math
 
 from . import shapes as sh
 
+RAW_LIMIT = 30.0  # |a| and |b| of a log gate re-expressed as a raw one (raw_from_log)
+
 INDEX_DTYPE = {"i32": "i32", "i64": "i64"}
 
 
@@ -166,8 +168,11 @@ class TorchOps:
         torch = self.torch
         g, beta = self.t["g"].double(), self.t["beta"].double()
         hv = g.shape[-1]
-        a = torch.log(torch.expm1(-g))  # g = 0 gives -inf: softplus(-inf) = 0, no decay
-        b = torch.log(beta) - torch.log1p(-beta)  # beta = 1 gives +inf: sigmoid(inf) = 1
+        # Finite stand-ins for g = 0 (a = -inf) and beta = 1 (b = +inf): FlashInfer's mtp kernel
+        # turned softplus(-inf) into NaN on an H200 (2026-11-25). softplus(-30) = 9.4e-14 and
+        # sigmoid(30) = 1 - 9.4e-14 are 0 and 1 to fp32; the reference uses the values they give.
+        a = torch.log(torch.expm1(-g)).clamp(min=-RAW_LIMIT)
+        b = (torch.log(beta) - torch.log1p(-beta)).clamp(max=RAW_LIMIT)
         zeros = torch.zeros(hv, dtype=torch.float32, device=g.device)
         return {"A_log": zeros, "a": a.to(torch.bfloat16).contiguous(), "dt_bias": zeros.clone(),
                 "b": b.to(torch.bfloat16).contiguous()}

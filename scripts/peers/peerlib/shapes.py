@@ -168,6 +168,18 @@ def work_model(shape):
     return {"bytes": nbytes, "flops": flops, "flops_fi": flops, "bandwidth_bound": True}
 
 
+# A peer's outputs are checked for correctness, not held to our accuracy: FLA's and FlashInfer's
+# chunked prefill round their intra-chunk operands to bf16 and measured o at 5.0-5.2e-3 relative
+# L2 on the standard inputs (H200, 2026-11-25), just above SPEC section 4's 5e-3, while a wrong
+# mapping (layout, head, gate) shows as errors of order 1. Peers pass at SPEC's loosest bound.
+PEER_TOLERANCE = 1e-2
+
+
+def peer_tolerances(shape):
+    """What a peer record must meet: SPEC's tolerance, loosened to PEER_TOLERANCE."""
+    return {name: max(t, PEER_TOLERANCE) for name, t in tolerances(shape).items()}
+
+
 def tolerances(shape):
     """SPEC section 4 defaults per output tensor (kernels/*/op.cpp tolerances())."""
     s = normalize(shape)

@@ -37,7 +37,7 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
     if out["o"].is_cuda:
         torch.cuda.synchronize()
     hsel = torch.tensor(heads, device=out["o"].device)
-    tol = sh.tolerances(s)
+    tol = sh.peer_tolerances(s)
     steps_check = None
     if out["intermediate"] is not None:
         steps_check = reference.StepCheck(out["intermediate"].index_select(2, hsel))
