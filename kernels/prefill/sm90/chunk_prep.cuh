@@ -211,29 +211,43 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   }
   grp.sync();
   // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
-  // blocks of columns > j are already inverses, column j still holds L until phase two.
+  // blocks of columns > j are already inverses, column j still holds L until phase two. An item
+  // is four adjacent columns c0.. of row r of block row i: one load of T_ik (or X) serves four
+  // FMAs, and each element keeps its own sum in the same order (m ascending within k ascending).
   for (int j = 2; j >= 0; --j) {
-    const int count = (3 - j) * 256;
+    const int count = (3 - j) * 64;
     for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
-      float acc = 0.f;
+      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
       for (int k = j + 1; k <= i; ++k) {
         const float* trow = lt + (16 * i + r) * kLtStride + 16 * k;
-        const float* lcol = lt + 16 * k * kLtStride + 16 * j + cc;
+        const float* lcol = lt + 16 * k * kLtStride + 16 * j + c0;
 #pragma unroll
-        for (int m = 0; m < 16; ++m) acc = fmaf(trow[m], lcol[m * kLtStride], acc);
+        for (int m = 0; m < 16; ++m) {
+          const float tm = trow[m];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) acc[u] = fmaf(tm, lcol[m * kLtStride + u], acc[u]);
+        }
       }
-      xs[(i - j - 1) * 16 * kXStride + r * kXStride + cc] = acc;
+      float* x = xs + (i - j - 1) * 16 * kXStride + r * kXStride + c0;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[u] = acc[u];
     }
     grp.sync();
     for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
+      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
       const float* xrow = xs + (i - j - 1) * 16 * kXStride + r * kXStride;
-      const float* tjj = lt + 16 * j * kLtStride + 16 * j + cc;
-      float acc = 0.f;
+      const float* tjj = lt + 16 * j * kLtStride + 16 * j + c0;
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int m = 0; m < 16; ++m) acc = fmaf(xrow[m], tjj[m * kLtStride], acc);
-      lt[(16 * i + r) * kLtStride + 16 * j + cc] = -acc;
+      for (int m = 0; m < 16; ++m) {
+        const float xm = xrow[m];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc[u] = fmaf(xm, tjj[m * kLtStride + u], acc[u]);
+      }
+      float* out = lt + (16 * i + r) * kLtStride + 16 * j + c0;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) out[u] = -acc[u];
     }
     grp.sync();
   }
