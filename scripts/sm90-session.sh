@@ -14,11 +14,11 @@
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
 # Each step stops at its deadline with SIGINT (gdnbench keeps every finished case in its JSON):
-# TESTS_DEADLINE (240 s), EDGE_DEADLINE (120 s per kernel), AB_DEADLINE (45 s per kernel),
-# PREFILL_DEADLINE (220 s); CASE_TIMEOUT caps the sampling of one case (1 s).
+# TESTS_DEADLINE (240 s), VARIANTS_DEADLINE (120 s), EDGE_DEADLINE (120 s per kernel), AB_DEADLINE
+# (45 s per kernel), PREFILL_DEADLINE (220 s); CASE_TIMEOUT caps the sampling of one case (1 s).
 # RESUME=path/to/qwen35.sm90.json continues an interrupted prefill step.
-# The v1/v2 A/B in about four minutes:
-#   TESTS_DEADLINE=110 EDGE_DEADLINE=50 scripts/sm90-session.sh tests edge ab
+# The v1/v2 A/B in at most about five minutes (the A/B before the edge sweep, v2's edge sweep first):
+#   TESTS_DEADLINE=100 VARIANTS_DEADLINE=30 AB_DEADLINE=35 EDGE_DEADLINE=45 scripts/sm90-session.sh tests ab edge
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
@@ -45,7 +45,7 @@ for step in $steps; do
       timeout -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
       echo "gpu_test_prefill_sm90: exit $?"
       gtest_summary "$OUT_DIR/gpu_test_prefill_sm90.log"
-      timeout -s INT 120 "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
+      timeout -s INT "${VARIANTS_DEADLINE:-120}" "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
       echo "gpu_test_variants (prefill/sm90): exit $?"
       gtest_summary "$OUT_DIR/gpu_test_variants.sm90.log"
       ;;
