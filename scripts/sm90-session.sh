@@ -3,14 +3,22 @@
 # from the repository root with the binaries scripts/pack-gpu.sh packs (.carry/gdn/bin, or the
 # archive .carry/gdn.tar.xz) and writes logs and JSON reports to $OUT (else out/).
 # Usage: scripts/sm90-session.sh [STEP...]   (default: tests edge prefill)
-#   tests    gpu_test_prefill_sm90 (edge cases, 1000 launches bit-identical, batch invariance, graph
-#            capture, offsets past 2^31) and the prefill/sm90 cases of gpu_test_variants
-#   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only
-#   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only: every case verified (on two
-#            value heads: the full fp64 reference of 171 cells takes longer than a call) then timed
+#   tests    gpu_test_prefill_sm90 (edge cases for kernels v1 and v2, 1000 launches bit-identical,
+#            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
+#            prefill/sm90 cases of gpu_test_variants (the default kernel)
+#   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
+#            KERNELS ("v2 v1"; GDNBENCH_SM90_PLAN=kernel=...)
+#   ab       kernels v1 and v2 timed on a handful of qwen35 points (16/32 and 2/8 1x8192, 16/32
+#            4096x2, 16/64 4096x8), each verified on two value heads first; one table per kernel
+#   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
+#            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
+#            than a call) then timed
 # Each step stops at its deadline with SIGINT (gdnbench keeps every finished case in its JSON):
-# TESTS_DEADLINE (240 s), EDGE_DEADLINE (120 s), PREFILL_DEADLINE (220 s); CASE_TIMEOUT caps the
-# sampling of one case (1 s). RESUME=path/to/qwen35.sm90.json continues an interrupted prefill step.
+# TESTS_DEADLINE (240 s), VARIANTS_DEADLINE (120 s), EDGE_DEADLINE (120 s per kernel), AB_DEADLINE
+# (45 s per kernel), PREFILL_DEADLINE (220 s); CASE_TIMEOUT caps the sampling of one case (1 s).
+# RESUME=path/to/qwen35.sm90.json continues an interrupted prefill step.
+# The v1/v2 A/B in at most about five minutes (the A/B before the edge sweep, v2's edge sweep first):
+#   TESTS_DEADLINE=100 VARIANTS_DEADLINE=30 AB_DEADLINE=35 EDGE_DEADLINE=45 scripts/sm90-session.sh tests ab edge
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
@@ -37,15 +45,50 @@ for step in $steps; do
       timeout -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
       echo "gpu_test_prefill_sm90: exit $?"
       gtest_summary "$OUT_DIR/gpu_test_prefill_sm90.log"
-      timeout -s INT 120 "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
+      timeout -s INT "${VARIANTS_DEADLINE:-120}" "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
       echo "gpu_test_variants (prefill/sm90): exit $?"
       gtest_summary "$OUT_DIR/gpu_test_variants.sm90.log"
       ;;
     edge)
-      timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify --config configs/prefill-edge.yaml --variant prefill/sm90 \
-        --json "$OUT_DIR/prefill-edge.sm90.json" > "$OUT_DIR/prefill-edge.sm90.log" 2>&1
-      echo "verify prefill-edge.yaml: exit $? (0 all verified, 2 a failure, 4 a fault, 130 deadline)"
-      tail -n 45 "$OUT_DIR/prefill-edge.sm90.log"
+      for kernel in ${KERNELS:-v2 v1}; do
+        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify \
+          --config configs/prefill-edge.yaml --variant prefill/sm90 --json "$OUT_DIR/prefill-edge.sm90.$kernel.json" \
+          > "$OUT_DIR/prefill-edge.sm90.$kernel.log" 2>&1
+        echo "verify prefill-edge.yaml, kernel $kernel: exit $? (0 all verified, 2 a failure, 4 a fault, 130 deadline)"
+        tail -n 40 "$OUT_DIR/prefill-edge.sm90.$kernel.log"
+      done
+      ;;
+    ab)
+      ab="$OUT_DIR/sm90-ab.yaml"
+      cat > "$ab" <<'YAML'
+description: prefill/sm90 kernel v1 against v2 on a handful of qwen35 points (scripts/sm90-session.sh ab)
+defaults:
+  variant: "*"
+  seed: 20260101
+  head_dim: 128
+  h0: true
+  verify_heads: 2
+cases:
+  - name: ab-one-sequence
+    op: prefill
+    heads: ["16/32", "2/8"]
+    seqlens: "1x8192"
+  - name: ab-two-sequences
+    op: prefill
+    heads: "16/32"
+    seqlens: "4096x2"
+  - name: ab-eight-sequences
+    op: prefill
+    heads: "16/64"
+    seqlens: "4096x8"
+YAML
+      for kernel in v1 v2; do
+        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
+          --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --json "$OUT_DIR/sm90-ab.$kernel.json" \
+          > "$OUT_DIR/sm90-ab.$kernel.log" 2>&1
+        echo "ab, kernel $kernel: exit $? (130: deadline reached)"
+        tail -n 25 "$OUT_DIR/sm90-ab.$kernel.log"
+      done
       ;;
     prefill)
       # The sweep itself, with two verified value heads per case.

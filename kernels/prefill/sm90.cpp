@@ -1,6 +1,6 @@
 // prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, a
-// registration of the kernels/prefill/sm90/ family (kernel, host plan, notes). One CTA per
-// (value-column block, value head, sequence); the fp32 state stays in registers across the
+// registration of the kernels/prefill/sm90/ family (kernels v1 and v2, host plan, notes). One CTA
+// per (value-column block, value head, sequence); the fp32 state stays in registers across the
 // sequence's 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
 #include <cuda_runtime.h>
 
@@ -37,9 +37,10 @@ std::string plan(const Shape& s) {
 
 const VariantRegistration kRegistration{Variant{
     "prefill/sm90", OpKind::prefill, Backend::cuda, 90, 90,
-    "chunked forward on tensor cores for sm_90a, first version (mma.sync, not yet verified or timed on a GPU): "
-    "64-token chunks, gate-free intra-chunk inverse in fp32, fp32 state in the registers of the warps owning its "
-    "value columns, q/k/v staged two chunks deep by cp.async; K = V = 128, bf16/f16 inputs",
+    "chunked forward on tensor cores for sm_90a (mma.sync): 64-token chunks, gate-free intra-chunk inverse in fp32, "
+    "fp32 state in the registers of the warps owning its value columns, q/k/v staged by cp.async; kernel v2 (the "
+    "default, not yet run on a GPU) prepares the next chunk on its own warps while the state warps advance the "
+    "current one, kernel v1 (verified on an H200) runs the chunk's phases in series; K = V = 128, bf16/f16 inputs",
     sm90::unsupported_reason, launch, {}, false, plan}};
 
 }  // namespace

@@ -29,8 +29,27 @@ Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v) {
   return s;
 }
 
-int block_v(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
-  return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), sms).block_v;
+int block_v(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132, int kernel = sm90::kKernelV1) {
+  return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), sms, kernel).block_v;
+}
+int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
+  return block_v(std::move(lens), h_qk, h_v, sms, sm90::kKernelV2);
+}
+
+TEST(Sm90Plan, TheDefaultKernelIsV2) {
+  const Batch b = Batch::of(prefill({32768}, 16, 32));
+  EXPECT_EQ(sm90::choose(b, 132).kernel, sm90::kDefaultKernel);
+  EXPECT_EQ(sm90::kDefaultKernel, sm90::kKernelV2);
+}
+
+TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
+  EXPECT_EQ(block_v2({32768}, 2, 8), 32);
+  EXPECT_EQ(block_v2({32768}, 16, 32), 32);
+  EXPECT_EQ(block_v2({32768}, 16, 48), 64);
+  EXPECT_EQ(block_v2({4096, 4096}, 16, 32), 64);   // 128 CTAs
+  EXPECT_EQ(block_v2({28672, 4096}, 16, 64), 64);  // 256 CTAs: two waves (v1 takes 128)
+  EXPECT_EQ(block_v2({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64), 64);
+  EXPECT_EQ(block_v2({32768}, 16, 32, 0), 32);
 }
 
 TEST(Sm90Plan, BlockVIsTheSmallestWhoseGridFitsOneWave) {
@@ -46,7 +65,8 @@ TEST(Sm90Plan, BlockVIsTheSmallestWhoseGridFitsOneWave) {
   EXPECT_EQ(block_v({32768}, 16, 32, 100), 64);
   EXPECT_EQ(block_v({32768}, 16, 32, 0), 32);
   // Zero-length sequences still get their CTAs (they copy h0 to ht).
-  EXPECT_EQ(sm90::choose(Batch::of(prefill({0, 5, 0}, 1, 4)), 132).ctas(Batch::of(prefill({0, 5, 0}, 1, 4))), 4 * 3 * 4);
+  const Batch zero_lengths = Batch::of(prefill({0, 5, 0}, 1, 4));
+  EXPECT_EQ(sm90::choose(zero_lengths, 132, sm90::kKernelV1).ctas(zero_lengths), 4 * 3 * 4);
 }
 
 TEST(Sm90Plan, WarpsAndGridFollowBlockV) {
@@ -64,6 +84,14 @@ TEST(Sm90Plan, WarpsAndGridFollowBlockV) {
   EXPECT_EQ(p.warps(), 4);  // two own the state, all four share the chunk's preparation
   EXPECT_EQ(p.state_warps(), 2);
   EXPECT_EQ(p.ctas(b), 4 * 8 * 2);
+  // v2: the state warps, then four prep warps.
+  p.kernel = sm90::kKernelV2;
+  EXPECT_EQ(p.warps(), 6);
+  EXPECT_EQ(p.state_warps(), 2);
+  EXPECT_EQ(p.ctas(b), 4 * 8 * 2);
+  p.block_v = 64;
+  EXPECT_EQ(p.warps(), 8);
+  EXPECT_EQ(p.state_warps(), 4);
 }
 
 TEST(Sm90Plan, SharedMemoryFitsAHopperSm) {
@@ -74,25 +102,40 @@ TEST(Sm90Plan, SharedMemoryFitsAHopperSm) {
     EXPECT_LE(p.smem_bytes(), kMaxPerCta) << bv;
     EXPECT_GT(p.smem_bytes(), 48 * 1024) << bv;  // the launch raises the dynamic limit
   }
+  for (int bv : {32, 64}) {
+    const Plan v1{bv, sm90::kKernelV1}, v2{bv, sm90::kKernelV2};
+    EXPECT_LE(v2.smem_bytes(), kMaxPerCta) << bv;
+    EXPECT_GT(v2.smem_bytes(), v1.smem_bytes()) << bv;  // a third stage, two buffers
+  }
   Plan small;
   small.block_v = 32;
   EXPECT_LE(2 * (small.smem_bytes() + kPerCtaReserve), kSmemPerSm) << "two block_v = 32 CTAs fit one SM";
 }
 
 TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
-  for (int bv : {32, 64, 128}) {
-    const sm90::SmemLayout L(bv);
+  struct Build {
+    int block_v, kernel, stages, buffers;
+  };
+  for (const Build b : {Build{32, 1, 2, 1}, Build{64, 1, 2, 1}, Build{128, 1, 2, 1}, Build{32, 2, 3, 2}, Build{64, 2, 3, 2}}) {
+    const int bv = b.block_v;
+    const sm90::SmemLayout L(bv, b.kernel);
+    EXPECT_EQ(L.stages, b.stages);
+    EXPECT_EQ(L.buffers, b.buffers);
     struct Region {
       int at, bytes, align;
     };
-    const std::vector<Region> regions{{L.q(0), sm90::kQKTileBytes, 1024}, {L.q(1), sm90::kQKTileBytes, 1024},
-                                      {L.k(0), sm90::kQKTileBytes, 1024}, {L.k(1), sm90::kQKTileBytes, 1024},
-                                      {L.ag, sm90::kHalfTileBytes, 1024},  {L.pg, sm90::kHalfTileBytes, 1024},
-                                      {L.v(0), L.v_stage, 16},            {L.v(1), L.v_stage, 16},
-                                      {L.lt, sm90::kChunk * sm90::kLtStride * 4, 16},
-                                      {L.x, 3 * 16 * sm90::kXStride * 4, 16},
-                                      {L.scalars, sm90::kNumScalars * sm90::kChunk * 4, 16},
-                                      {L.exp_G, 4, 4}};
+    std::vector<Region> regions{{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}, {L.x, 3 * 16 * sm90::kXStride * 4, 16}};
+    for (int st = 0; st < L.stages; ++st) {
+      regions.push_back({L.q(st), sm90::kQKTileBytes, 1024});
+      regions.push_back({L.k(st), sm90::kQKTileBytes, 1024});
+      regions.push_back({L.v(st), L.v_stage, 16});
+    }
+    for (int buf = 0; buf < L.buffers; ++buf) {
+      regions.push_back({L.ag(buf), sm90::kHalfTileBytes, 1024});
+      regions.push_back({L.pg(buf), sm90::kHalfTileBytes, 1024});
+      regions.push_back({L.scalars(buf), sm90::kNumScalars * sm90::kChunk * 4, 16});
+      regions.push_back({L.exp_G(buf), 4, 4});
+    }
     for (size_t i = 0; i < regions.size(); ++i) {
       EXPECT_EQ(regions[i].at % regions[i].align, 0) << "region " << i << " block_v " << bv;
       EXPECT_LE(regions[i].at + regions[i].bytes, L.bytes) << "region " << i;
@@ -157,12 +200,29 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
   EXPECT_THROW(sm90::apply_override(chosen, "block_v=48"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "warps=4"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "block_v"), std::invalid_argument);
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v1").kernel, sm90::kKernelV1);
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v2,block_v=64"), (Plan{64, sm90::kKernelV2}));
+  EXPECT_EQ(sm90::apply_override(chosen, "block_v=64,kernel=v1"), (Plan{64, sm90::kKernelV1}));
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,block_v=128"), std::invalid_argument);  // no such kernel
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,"), std::invalid_argument);
   const Batch b = Batch::of(prefill({32768}, 16, 32));
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
-    EXPECT_EQ(sm90::plan_for(b, 132).block_v, 128);
+    EXPECT_THROW(sm90::plan_for(b, 132), std::invalid_argument);  // the default kernel is v2
   }
-  EXPECT_EQ(sm90::plan_for(b, 132).block_v, 32);
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v1,block_v=128");
+    EXPECT_EQ(sm90::plan_for(b, 132), (Plan{128, sm90::kKernelV1}));
+  }
+  {  // the kernel alone: that kernel's own choice of block_v
+    const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
+    test::ScopedEnv v1("GDNBENCH_SM90_PLAN", "kernel=v1");
+    EXPECT_EQ(sm90::plan_for(many, 132), (Plan{128, sm90::kKernelV1}));
+    test::ScopedEnv v2("GDNBENCH_SM90_PLAN", "kernel=v2");
+    EXPECT_EQ(sm90::plan_for(many, 132), (Plan{64, sm90::kKernelV2}));
+  }
+  EXPECT_EQ(sm90::plan_for(b, 132), (Plan{32, sm90::kDefaultKernel}));
 }
 
 TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
@@ -179,8 +239,14 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   EXPECT_TRUE(test::contains(line, "chunk 64")) << line;
   EXPECT_TRUE(test::contains(line, "block_v")) << line;
   EXPECT_TRUE(test::contains(line, "CTAs on")) << line;
-  EXPECT_EQ(sm90::choose(Batch::of(s), 132).describe(Batch::of(s), 132).find("block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs"),
-            size_t(0) + std::string("chunk 64, ").size());
+  const std::string v1 = sm90::choose(Batch::of(s), 132, sm90::kKernelV1).describe(Batch::of(s), 132);
+  EXPECT_EQ(v1.find("block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size()) << v1;
+  EXPECT_TRUE(test::contains(v1, "kernel v1")) << v1;
+  const std::string v2 = sm90::choose(Batch::of(s), 132, sm90::kKernelV2).describe(Batch::of(s), 132);
+  EXPECT_EQ(v2.find("block_v 32 (6 warps, 2 own the state, 4 prepare the next chunk), 128 CTAs on 132 SMs"),
+            std::string("chunk 64, ").size())
+      << v2;
+  EXPECT_TRUE(test::contains(v2, "kernel v2")) << v2;
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 // hard (test_variants.cpp covers the common prefill cases): partial and single-token chunks,
 // zero-length sequences (repeated cu_seqlens entries), every GVA ratio of Qwen3.5, both gate forms,
 // l2norm off, f16 inputs, both state layouts, h0 absent, the stress inputs over many chunks, each
-// block_v, and offsets past 2^31 elements. Then the properties a benchmark cannot see: 1000
-// launches bit-identical (races), one sequence bit-identical whatever else is in the batch, and a
-// CUDA-graph capture (global mode: any synchronising call fails it) replayed. Skips without a
-// Hopper GPU.
+// block_v, and offsets past 2^31 elements; every case for both kernels (v1: phases in series,
+// v2: warp-specialised). Then the properties a benchmark cannot see: 1000 launches bit-identical
+// (races), v2 bit-identical to v1 (the same arithmetic, other warps), one sequence bit-identical
+// whatever else is in the batch, and a CUDA-graph capture (global mode: any synchronising call
+// fails it) replayed. Skips without a Hopper GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -75,7 +76,14 @@ std::vector<Case> cases() {
   // Each block_v on a Qwen3.5 head shape (16/48: GVA 3).
   for (const char* bv : {"32", "64", "128"})
     c.push_back({std::string("block_v_") + bv, prefill({300, 65}, 16, 48), std::string("block_v=") + bv});
-  return c;
+  // Every case for each kernel (v2 has no block_v 128).
+  std::vector<Case> both;
+  for (const std::string kernel : {"v1", "v2"})
+    for (const Case& one : c) {
+      if (kernel == "v2" && one.plan == "block_v=128") continue;
+      both.push_back({one.label + "_" + kernel, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
+    }
+  return both;
 }
 
 class Sm90Prefill : public test::CudaSuite<Case> {
@@ -129,14 +137,14 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const char* plan : {"", "block_v=32", "block_v=128"}) {
+  for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
     const auto first = run_once(*v, p, *backend_);
     const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
     ASSERT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
-    const int launches = plan[0] == '\0' ? 1000 : 100;
+    const int launches = plan.empty() ? 1000 : plan == "kernel=v1" ? 300 : 100;
     for (int i = 1; i < launches; ++i) {
       const auto again = run_once(*v, p, *backend_);
       ASSERT_TRUE(again.first == first.first) << "o differs on launch " << i << " (" << v->plan(s) << ")";
@@ -145,72 +153,113 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   }
 }
 
-// Sequence 1 of a three-sequence batch, run alone on the same inputs, gives the same bits: the
-// batch changes block_v (48 heads: 64 alone, 128 in the batch), not the arithmetic.
+// Sequence 1 of a three-sequence batch, run alone on the same inputs, gives the same bits, for
+// each kernel: the batch changes block_v (32 value heads: 32 alone; in the batch 128 for v1, 64
+// for v2), not the arithmetic.
 TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  const Shape batch = prefill({137, 300, 64}, 16, 48), alone = prefill({300}, 16, 48);
-  EXPECT_NE(v->plan(batch), v->plan(alone));
-  Problem pb(batch, *backend_, kSeed), pa(alone, *backend_, kSeed + 1);
-  // Copy sequence 1's rows (tokens 137..436) and state slot into the lone problem's inputs.
-  const int64_t first = 137, count = 300, HV = 48;
-  auto copy_rows = [&](const std::string& name, int64_t row_elems) {
-    const Tensor& from = pb.inputs().at(name);
-    const Tensor& to = pa.inputs().at(name);
-    const size_t es = dtype_size(from.spec.dtype);
-    std::memcpy(to.data, static_cast<const char*>(from.data) + first * row_elems * es, count * row_elems * es);
-  };
-  copy_rows("q", 16 * 128);
-  copy_rows("k", 16 * 128);
-  copy_rows("v", HV * 128);
-  copy_rows("g", HV);
-  copy_rows("beta", HV);
-  const Tensor& h0b = pb.inputs().at("h0");
-  std::memcpy(pa.inputs().at("h0").data, static_cast<const char*>(h0b.data) + HV * 128 * 128 * 4, HV * 128 * 128 * 4);
-  const auto in_batch = run_once(*v, pb, *backend_);
-  const auto by_itself = run_once(*v, pa, *backend_);
-  const size_t o_row = HV * 128 * 2, slot = HV * 128 * 128 * 4;
-  EXPECT_EQ(std::memcmp(in_batch.first.data() + first * o_row, by_itself.first.data(), count * o_row), 0) << "o";
-  EXPECT_EQ(std::memcmp(in_batch.second.data() + slot, by_itself.second.data(), slot), 0) << "ht";
-  const Verification r = check_outputs(pa, effective_tolerances(alone, v->tolerances), {}, 0);
-  EXPECT_TRUE(r.pass) << test::describe(r);
+  constexpr int64_t HV = 32;
+  for (const char* kernel : {"kernel=v1", "kernel=v2"}) {
+    SCOPED_TRACE(kernel);
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
+    const Shape batch = prefill({137, 300, 64}, 16, int(HV)), alone = prefill({300}, 16, int(HV));
+    EXPECT_NE(v->plan(batch), v->plan(alone));
+    Problem pb(batch, *backend_, kSeed), pa(alone, *backend_, kSeed + 1);
+    // Copy sequence 1's rows (tokens 137..436) and state slot into the lone problem's inputs.
+    const int64_t first = 137, count = 300;
+    auto copy_rows = [&](const std::string& name, int64_t row_elems) {
+      const Tensor& from = pb.inputs().at(name);
+      const Tensor& to = pa.inputs().at(name);
+      const size_t es = dtype_size(from.spec.dtype);
+      std::memcpy(to.data, static_cast<const char*>(from.data) + first * row_elems * es, count * row_elems * es);
+    };
+    copy_rows("q", 16 * 128);
+    copy_rows("k", 16 * 128);
+    copy_rows("v", HV * 128);
+    copy_rows("g", HV);
+    copy_rows("beta", HV);
+    const Tensor& h0b = pb.inputs().at("h0");
+    std::memcpy(pa.inputs().at("h0").data, static_cast<const char*>(h0b.data) + HV * 128 * 128 * 4, HV * 128 * 128 * 4);
+    const auto in_batch = run_once(*v, pb, *backend_);
+    const auto by_itself = run_once(*v, pa, *backend_);
+    const size_t o_row = HV * 128 * 2, slot = HV * 128 * 128 * 4;
+    EXPECT_EQ(std::memcmp(in_batch.first.data() + first * o_row, by_itself.first.data(), count * o_row), 0) << "o";
+    EXPECT_EQ(std::memcmp(in_batch.second.data() + slot, by_itself.second.data(), slot), 0) << "ht";
+    const Verification r = check_outputs(pa, effective_tolerances(alone, v->tolerances), {}, 0);
+    EXPECT_TRUE(r.pass) << test::describe(r);
+  }
+}
+
+// v2 runs v1's arithmetic (the same functions, per element the same operations in the same
+// order; only which warp computes what, and when, differs), so it gives v1's bits at each
+// block_v. A difference is a race or a stage/buffer mix-up in v2, or the compiler contracting
+// the two instantiations differently: the verification of each says which.
+TEST_F(Sm90PrefillBits, V2GivesV1sBits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  const Shape shapes[] = {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4),
+                          with(prefill({3, 64, 100, 129}, 1, 4, Layout::vk), [](Shape& s) {
+                            s.input_dtype = DType::f16;
+                            s.gate = GateForm::raw;
+                            s.has_h0 = false;
+                          })};
+  for (const Shape& s : shapes)
+    for (const std::string bv : {"32", "64"}) {
+      SCOPED_TRACE(s.key() + ", block_v " + bv);
+      Problem p(s, *backend_, kSeed);
+      std::pair<Bytes, Bytes> bits[2];
+      for (int k = 0; k < 2; ++k) {
+        test::ScopedEnv env("GDNBENCH_SM90_PLAN", (k == 0 ? "kernel=v1,block_v=" : "kernel=v2,block_v=") + bv);
+        bits[k] = run_once(*v, p, *backend_);
+        const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+        EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
+      }
+      EXPECT_TRUE(bits[0].first == bits[1].first) << "o: v2 differs from v1";
+      EXPECT_TRUE(bits[0].second == bits[1].second) << "ht: v2 differs from v1";
+    }
 }
 
 // The launch captured into a graph in global mode (a synchronising or device-to-host call would
-// end the capture with an error), replayed twice: same bits as a direct launch.
+// end the capture with an error), replayed twice: same bits as a direct launch; each kernel.
 TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  const Shape s = prefill({0, 129, 1, 64}, 2, 8);
-  Problem p(s, *backend_, kSeed);
-  const auto direct = run_once(*v, p, *backend_);
-  const LaunchContext ctx = backend_->launch_context();
-  const auto stream = static_cast<cudaStream_t>(ctx.stream);
-  ASSERT_NE(stream, nullptr) << "capture needs a non-default stream";
-  p.reset_device();
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  v->launch(s, p.device(), ctx);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  for (int replay = 0; replay < 2; ++replay) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2"}) {
+    SCOPED_TRACE(kernel);
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
+    const Shape s = prefill({0, 129, 1, 64}, 2, 8);
+    Problem p(s, *backend_, kSeed);
+    const auto direct = run_once(*v, p, *backend_);
+    const LaunchContext ctx = backend_->launch_context();
+    const auto stream = static_cast<cudaStream_t>(ctx.stream);
+    ASSERT_NE(stream, nullptr) << "capture needs a non-default stream";
     p.reset_device();
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    p.download();
-    EXPECT_TRUE(bytes_of(p.results().at("o")) == direct.first) << "o, replay " << replay;
-    EXPECT_TRUE(bytes_of(p.results().at("ht")) == direct.second) << "ht, replay " << replay;
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    v->launch(s, p.device(), ctx);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {
+      p.reset_device();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      p.download();
+      EXPECT_TRUE(bytes_of(p.results().at("o")) == direct.first) << "o, replay " << replay;
+      EXPECT_TRUE(bytes_of(p.results().at("ht")) == direct.second) << "ht, replay " << replay;
+    }
+    const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+    EXPECT_TRUE(r.pass) << test::describe(r);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   }
-  const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-  EXPECT_TRUE(r.pass) << test::describe(r);
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 }
 
 // o and v past 2^31 elements: the second sequence starts at token 131072 of 128 value heads, so

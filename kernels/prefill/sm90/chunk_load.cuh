@@ -17,16 +17,17 @@
 namespace gdn::sm90 {
 
 // Rows [row0, row0 + rows) of the packed batch (rows >= 1) into stage `stage`; q/k head hk,
-// value head h, value columns vcol0 .. vcol0 + BV. Offsets are 64-bit.
-template <int BV, int NT>
+// value head h, value columns vcol0 .. vcol0 + BV. Issued by NT threads, this one being tid.
+// Offsets are 64-bit.
+template <int BV, int Ver, int NT>
 __device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows,
-                                           int hk, int h, int vcol0) {
-  constexpr SmemLayout L(BV);
+                                           int hk, int h, int vcol0, int tid) {
+  constexpr SmemLayout L(BV, Ver);
   uint8_t* qs = smem + L.q(stage);
   uint8_t* ks = smem + L.k(stage);
   uint8_t* vs = smem + L.v(stage);
   constexpr int kRowPieces = kHeadDim / 8;  // 16-byte pieces of a q/k row
-  for (int e = int(threadIdx.x); e < kChunk * kRowPieces; e += NT) {
+  for (int e = tid; e < kChunk * kRowPieces; e += NT) {
     const int r = e / kRowPieces, c = e % kRowPieces;
     const bool valid = r < rows;
     const int64_t off = ((row0 + (valid ? r : 0)) * a.H + hk) * kHeadDim + c * 8;
@@ -34,7 +35,7 @@ __device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefi
     ptx::cp_async_16_zfill(ks + qk_offset(r, c * 8), a.k + off, valid);
   }
   constexpr int kVPieces = BV / 8;
-  for (int e = int(threadIdx.x); e < kChunk * kVPieces; e += NT) {
+  for (int e = tid; e < kChunk * kVPieces; e += NT) {
     const int r = e / kVPieces, c = e % kVPieces;
     const bool valid = r < rows;
     const int64_t off = ((row0 + (valid ? r : 0)) * a.HV + h) * kHeadDim + vcol0 + c * 8;
@@ -42,10 +43,10 @@ __device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefi
   }
 }
 
-// The gate words of token threadIdx.x of the chunk at row0 (threads past `rows` keep `prev`).
+// The gate words of token tid of the chunk at row0 (threads past `rows` keep `prev`).
 __device__ __forceinline__ dev::GateIn load_chunk_gate(const GateArgs& ga, int64_t row0, int rows, int h, int HV,
-                                                       const dev::GateIn& prev) {
-  return int(threadIdx.x) < rows ? dev::load_gate(ga, row0 + threadIdx.x, h, HV) : prev;
+                                                       const dev::GateIn& prev, int tid) {
+  return tid < rows ? dev::load_gate(ga, row0 + tid, h, HV) : prev;
 }
 
 }  // namespace gdn::sm90

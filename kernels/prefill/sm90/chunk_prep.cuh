@@ -1,5 +1,6 @@
 // The state-independent half of a chunk (gdn-math.md 3.3, FlashQLA's gate-free reformulation),
-// computed by the whole CTA from the staged tiles:
+// computed from the staged tiles by a group of warps (PrepGroup: the whole CTA in kernel v1, the
+// prep warps in v2) into buffer `buf` of the outputs (smem_layout.h):
 //   scalars   beta, gam = inclusive cumsum of g (fp32), the inverse L2 norms rk / rq and the
 //             row scalings ek, eq, eu built from them (smem_layout.h enum Scalar); bf16 q and
 //             k tiles are converted to f16, the type of every MMA operand (fragments.cuh)
@@ -20,6 +21,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/ldmatrix.cuh"
+#include "common/ptx/named_barrier.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"
@@ -28,8 +30,21 @@ namespace gdn::sm90 {
 
 __device__ __forceinline__ float exp_nonpos(float x) { return __expf(fminf(x, 0.f)); }
 
-template <int BV> __device__ __forceinline__ float* scalar_vec(uint8_t* smem, Scalar which) {
-  return reinterpret_cast<float*>(smem + SmemLayout(BV).scalars) + int(which) * kChunk;
+// The threads preparing a chunk: Threads threads in whole warps, numbered tid = 0.., synchronised
+// by barrier Barrier (0: the whole CTA, __syncthreads; else a named barrier of Threads threads).
+template <int Threads, int Barrier> struct PrepGroup {
+  static constexpr int kThreads = Threads, kWarps = Threads / 32;
+  int tid;
+  __device__ __forceinline__ int warp() const { return tid >> 5; }
+  __device__ __forceinline__ void sync() const {
+    if constexpr (Barrier == 0) __syncthreads();
+    else ptx::named_bar_sync(Barrier, Threads);
+  }
+};
+
+// Per-token vector `which` of prep-output buffer `buf`.
+template <int BV, int Ver> __device__ __forceinline__ float* scalar_vec(uint8_t* smem, int buf, Scalar which) {
+  return reinterpret_cast<float*>(smem + SmemLayout(BV, Ver).scalars(buf)) + int(which) * kChunk;
 }
 
 // Sum of squares of the eight 16-bit values of w, added to acc; then w converted to f16 in place
@@ -47,18 +62,20 @@ template <class In> __device__ __forceinline__ float sum_sq_to_f16(uint4& w, flo
   return acc;
 }
 
-// Per-token vectors of chunk `stage` with `rows` valid tokens; `gate` holds token threadIdx.x's
-// gate words (threads 0..63). Two CTA barriers.
-template <class In, int BV, int NT>
-__device__ __forceinline__ void chunk_scalars(uint8_t* smem, int stage, const dev::GateIn& gate, const prefill::Args& a,
-                                              int rows) {
-  constexpr SmemLayout L(BV);
-  const int tid = int(threadIdx.x), lane = tid & 31;
+// Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
+// token tid's gate words (group threads 0..63). Two group barriers.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
+                                              const prefill::Args& a, int rows) {
+  constexpr SmemLayout L(BV, Ver);
+  constexpr int NT = Grp::kThreads;
+  const int tid = grp.tid, lane = tid & 31;
+  auto sv = [&](Scalar which) { return scalar_vec<BV, Ver>(smem, buf, which); };
   if (tid < kChunk) {
     const bool valid = tid < rows;
     const dev::Gate gt = dev::gate_of(a.gate, gate);
-    scalar_vec<BV>(smem, kG)[tid] = valid ? gt.g : 0.f;
-    scalar_vec<BV>(smem, kBeta)[tid] = valid ? gt.beta : 0.f;
+    sv(kG)[tid] = valid ? gt.g : 0.f;
+    sv(kBeta)[tid] = valid ? gt.beta : 0.f;
   }
   // Inverse norms of the 64 k rows, then the 64 q rows: two threads per row, 64 columns each
   // (a row's 16-byte pieces are permuted by the swizzle, which a sum does not see); bf16 rows are
@@ -77,13 +94,13 @@ __device__ __forceinline__ void chunk_scalars(uint8_t* smem, int stage, const de
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);
     if (half == 0) {
       const float inv = a.l2norm ? 1.f / sqrtf(ss + kL2NormEpsF) : 1.f;
-      scalar_vec<BV>(smem, is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+      sv(is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
     }
   }
-  __syncthreads();
+  grp.sync();
   // Warp 0: the cumsum (two tokens per lane, a shuffle scan across lanes) and the row scalings.
   if (tid < 32) {
-    const float* g = scalar_vec<BV>(smem, kG);
+    const float* g = sv(kG);
     const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
     float incl = g0 + g1;
 #pragma unroll
@@ -99,31 +116,33 @@ __device__ __forceinline__ void chunk_scalars(uint8_t* smem, int stage, const de
     for (int s = 0; s < 2; ++s) {
       const int i = 2 * lane + s;
       const float e_gam = exp_nonpos(gam[s]);
-      scalar_vec<BV>(smem, kGam)[i] = gam[s];
-      scalar_vec<BV>(smem, kEk)[i] = scalar_vec<BV>(smem, kRk)[i] * e_gam;
-      scalar_vec<BV>(smem, kEq)[i] = a.scale * scalar_vec<BV>(smem, kRq)[i] * e_gam;
-      scalar_vec<BV>(smem, kEu)[i] = i < rows ? scalar_vec<BV>(smem, kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
+      sv(kGam)[i] = gam[s];
+      sv(kEk)[i] = sv(kRk)[i] * e_gam;
+      sv(kEq)[i] = a.scale * sv(kRq)[i] * e_gam;
+      sv(kEu)[i] = i < rows ? sv(kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
     }
-    if (lane == 0) *reinterpret_cast<float*>(smem + L.exp_G) = exp_nonpos(G);
+    if (lane == 0) *reinterpret_cast<float*>(smem + L.exp_G(buf)) = exp_nonpos(G);
   }
-  __syncthreads();
+  grp.sync();
 }
 
-// L into lt and P_g into pg: eight 16-row tasks (K K^T and Q K^T row blocks rb = 0..3), only the
-// n-tiles on or below the diagonal. Ends without a barrier.
-template <class In, int BV, int NT>
-__device__ __forceinline__ void chunk_products(uint8_t* smem, int stage, float scale) {
-  constexpr SmemLayout L(BV);
-  const int lane = int(threadIdx.x) & 31, g = lane >> 2, t = lane & 3;
-  const float* beta = scalar_vec<BV>(smem, kBeta);
-  const float* gam = scalar_vec<BV>(smem, kGam);
-  const float* rk = scalar_vec<BV>(smem, kRk);
-  const float* rq = scalar_vec<BV>(smem, kRq);
+// L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
+// rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
+// the tasks go out in the order K3 Q3 K2 Q2 K0 Q0 K1 Q1, so four warps get 5 pairs each (in
+// the order K0..K3 Q0..Q3 one of them got 4 + 4). Ends without a barrier.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+  constexpr SmemLayout L(BV, Ver);
+  const int lane = grp.tid & 31, g = lane >> 2, t = lane & 3;
+  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
+  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
+  const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
+  const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
   float* lt = reinterpret_cast<float*>(smem + L.lt);
   const uint8_t* kt = smem + L.k(stage);
-  for (int task = int(threadIdx.x) >> 5; task < 8; task += NT / 32) {
-    const bool is_q = task >= 4;
-    const int rb = task & 3;
+  for (int task = grp.warp(); task < 8; task += Grp::kWarps) {
+    const bool is_q = (task & 1) != 0;
+    const int rb = task < 4 ? 3 - (task >> 1) : (task >> 1) - 2;
     const uint8_t* at = is_q ? smem + L.q(stage) : kt;
     float acc[8][4];
     zero(acc);
@@ -157,7 +176,7 @@ __device__ __forceinline__ void chunk_products(uint8_t* smem, int stage, float s
           const float si = scale * rq[i], gi = gam[i];
           const float p0 = j <= i ? si * rk[j] * exp_nonpos(gi - gam[j]) * x0 : 0.f;
           const float p1 = j + 1 <= i ? si * rk[j + 1] * exp_nonpos(gi - gam[j + 1]) * x1 : 0.f;
-          *reinterpret_cast<uint32_t*>(smem + L.pg + swizzle128(i, j)) = pack_f16x2(p0, p1);
+          *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) = pack_f16x2(p0, p1);
         }
       }
     }
@@ -166,9 +185,11 @@ __device__ __forceinline__ void chunk_products(uint8_t* smem, int stage, float s
 
 // (I + L)^-1 in place in lt (64 x 64, row stride kLtStride), xs scratch of 3 x 16 x kXStride.
 // The strictly upper part of lt is never read; the diagonal blocks get their full 16 x 16 inverse
-// (ones on the diagonal, zeros above). Ends with a CTA barrier.
-template <int NT> __device__ __forceinline__ void invert_in_place(float* lt, float* xs) {
-  const int tid = int(threadIdx.x), warp = tid >> 5, lane = tid & 31;
+// (ones on the diagonal, zeros above). Needs four warps or more. Ends with a group barrier.
+template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt, float* xs) {
+  static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
+  constexpr int NT = Grp::kThreads;
+  const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
   if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
     float* blk = lt + warp * 16 * kLtStride + warp * 16;
     const int c = lane & 15;
@@ -188,49 +209,78 @@ template <int NT> __device__ __forceinline__ void invert_in_place(float* lt, flo
       for (int i = 0; i < 16; ++i) blk[i * kLtStride + c] = x[i];
     }
   }
-  __syncthreads();
+  grp.sync();
   // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
-  // blocks of columns > j are already inverses, column j still holds L until phase two.
+  // blocks of columns > j are already inverses, column j still holds L until phase two. An item
+  // is four adjacent columns c0.. of row r of block row i: one load of T_ik (or X) serves four
+  // FMAs, and each element keeps its own sum in the same order (m ascending within k ascending).
   for (int j = 2; j >= 0; --j) {
-    const int count = (3 - j) * 256;
+    const int count = (3 - j) * 64;
     for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
-      float acc = 0.f;
+      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
       for (int k = j + 1; k <= i; ++k) {
         const float* trow = lt + (16 * i + r) * kLtStride + 16 * k;
-        const float* lcol = lt + 16 * k * kLtStride + 16 * j + cc;
+        const float* lcol = lt + 16 * k * kLtStride + 16 * j + c0;
 #pragma unroll
-        for (int m = 0; m < 16; ++m) acc = fmaf(trow[m], lcol[m * kLtStride], acc);
+        for (int m = 0; m < 16; ++m) {
+          const float tm = trow[m];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) acc[u] = fmaf(tm, lcol[m * kLtStride + u], acc[u]);
+        }
       }
-      xs[(i - j - 1) * 16 * kXStride + r * kXStride + cc] = acc;
-    }
-    __syncthreads();
-    for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 8), r = (e >> 4) & 15, cc = e & 15;
-      const float* xrow = xs + (i - j - 1) * 16 * kXStride + r * kXStride;
-      const float* tjj = lt + 16 * j * kLtStride + 16 * j + cc;
-      float acc = 0.f;
+      float* x = xs + (i - j - 1) * 16 * kXStride + r * kXStride + c0;
 #pragma unroll
-      for (int m = 0; m < 16; ++m) acc = fmaf(xrow[m], tjj[m * kLtStride], acc);
-      lt[(16 * i + r) * kLtStride + 16 * j + cc] = -acc;
+      for (int u = 0; u < 4; ++u) x[u] = acc[u];
     }
-    __syncthreads();
+    grp.sync();
+    for (int e = tid; e < count; e += NT) {
+      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
+      const float* xrow = xs + (i - j - 1) * 16 * kXStride + r * kXStride;
+      const float* tjj = lt + 16 * j * kLtStride + 16 * j + c0;
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int m = 0; m < 16; ++m) {
+        const float xm = xrow[m];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) acc[u] = fmaf(xm, tjj[m * kLtStride + u], acc[u]);
+      }
+      float* out = lt + (16 * i + r) * kLtStride + 16 * j + c0;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) out[u] = -acc[u];
+    }
+    grp.sync();
   }
 }
 
-// A_g = Gam * A_r * diag(beta) into ag (f16, zero above the diagonal). Ends without a barrier.
-template <class In, int BV, int NT> __device__ __forceinline__ void build_ag(uint8_t* smem) {
-  constexpr SmemLayout L(BV);
+// A_g = Gam * A_r * diag(beta) into ag of buffer `buf` (f16, zero above the diagonal). Ends
+// without a barrier.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf) {
+  constexpr SmemLayout L(BV, Ver);
   const float* lt = reinterpret_cast<const float*>(smem + L.lt);
-  const float* beta = scalar_vec<BV>(smem, kBeta);
-  const float* gam = scalar_vec<BV>(smem, kGam);
-  for (int e = int(threadIdx.x); e < kChunk * kChunk / 2; e += NT) {
+  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
+  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
+  for (int e = grp.tid; e < kChunk * kChunk / 2; e += Grp::kThreads) {
     const int i = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
     const float gi = gam[i];
     const float a0 = j <= i ? exp_nonpos(gi - gam[j]) * lt[i * kLtStride + j] * beta[j] : 0.f;
     const float a1 = j + 1 <= i ? exp_nonpos(gi - gam[j + 1]) * lt[i * kLtStride + j + 1] * beta[j + 1] : 0.f;
-    *reinterpret_cast<uint32_t*>(smem + L.ag + swizzle128(i, j)) = pack_f16x2(a0, a1);
+    *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(a0, a1);
   }
+}
+
+// The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
+// `buf`: scalars, K K^T and Q K^T, the inverse, A_g. Ends without a barrier after A_g.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
+                                              const prefill::Args& a, int rows) {
+  constexpr SmemLayout L(BV, Ver);
+  chunk_scalars<In, BV, Ver>(grp, smem, stage, buf, gate, a, rows);
+  chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
+  grp.sync();
+  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt), reinterpret_cast<float*>(smem + L.x));
+  build_ag<In, BV, Ver>(grp, smem, buf);
 }
 
 }  // namespace gdn::sm90

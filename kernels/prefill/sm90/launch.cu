@@ -1,18 +1,24 @@
 // The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
-// instantiation of the kernel, launched per plan.
+// instantiation of kernels v1 and v2, launched per plan.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
 #include "prefill/sm90/kernel.cuh"
+#include "prefill/sm90/kernel_v2.cuh"
 #include "prefill/sm90/launch.h"
 
 namespace gdn::sm90 {
 namespace {
 
-template <class In, int BV> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  const auto kernel = prefill_sm90_kernel<In, BV>;
+template <class In, int BV, int Ver> constexpr auto kernel_of() {
+  if constexpr (Ver == kKernelV2) return prefill_sm90_v2_kernel<In, BV>;
+  else return prefill_sm90_kernel<In, BV>;
+}
+
+template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  const auto kernel = kernel_of<In, BV, Ver>();
   const int smem = p.smem_bytes();
   // Not a stream operation: allowed while a graph is being captured.
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -22,12 +28,19 @@ template <class In, int BV> void launch_typed(const prefill::Args& a, const Plan
 }
 
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  switch (p.block_v) {
-    case 32: return launch_typed<In, 32>(a, p, stream);
-    case 64: return launch_typed<In, 64>(a, p, stream);
-    case 128: return launch_typed<In, 128>(a, p, stream);
+  if (p.kernel == kKernelV2) {
+    switch (p.block_v) {
+      case 32: return launch_typed<In, 32, kKernelV2>(a, p, stream);
+      case 64: return launch_typed<In, 64, kKernelV2>(a, p, stream);
+    }
+  } else if (p.kernel == kKernelV1) {
+    switch (p.block_v) {
+      case 32: return launch_typed<In, 32, kKernelV1>(a, p, stream);
+      case 64: return launch_typed<In, 64, kKernelV1>(a, p, stream);
+      case 128: return launch_typed<In, 128, kKernelV1>(a, p, stream);
+    }
   }
-  throw runtime_error(fmt::format("prefill/sm90: no kernel for block_v {}", p.block_v));
+  throw runtime_error(fmt::format("prefill/sm90: no kernel v{} for block_v {}", p.kernel, p.block_v));
 }
 
 }  // namespace

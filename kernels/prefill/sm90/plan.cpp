@@ -15,9 +15,12 @@ Batch Batch::of(const Shape& s) {
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
-  return fmt::format("chunk {}, block_v {} ({} warps, {} own the state), {} CTAs on {} SMs, {:.1f} KiB smem, "
-                     "mma.sync bf16/f16 operands, fp32 state in registers",
-                     kChunk, block_v, warps(), state_warps(), ctas(b), sm_count, smem_bytes() / 1024.0);
+  const std::string roles = kernel == kKernelV2 ? fmt::format(", {} prepare the next chunk", kPrepWarps) : "";
+  const char* how = kernel == kKernelV2 ? "kernel v2: warp-specialised, the chunk's preparation one chunk ahead"
+                                        : "kernel v1: the chunk's phases in series";
+  return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
+                     "{}, mma.sync bf16/f16 operands, fp32 state in registers",
+                     kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how);
 }
 
 std::string unsupported_reason(const Shape& s) {
@@ -32,35 +35,72 @@ std::string unsupported_reason(const Shape& s) {
   return "";
 }
 
-Plan choose(const Batch& b, int sm_count) {
+Plan choose(const Batch& b, int sm_count, int kernel) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
+  p.kernel = kernel;
+  const int largest = kernel == kKernelV2 ? 64 : 128;
   for (int bv : {32, 64, 128}) {
+    if (bv > largest) break;
     p.block_v = bv;
     if (p.ctas(b) <= sm_count) return p;
   }
-  p.block_v = 128;
+  p.block_v = largest;
   return p;
 }
 
-Plan apply_override(const Plan& chosen, std::string_view spec) {
-  Plan p = chosen;
-  if (spec.empty()) return p;
-  constexpr std::string_view kKey = "block_v=";
-  if (spec.substr(0, kKey.size()) != kKey)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': expected block_v=32|64|128", spec));
-  const std::string_view value = spec.substr(kKey.size());
-  if (value == "32") p.block_v = 32;
-  else if (value == "64") p.block_v = 64;
-  else if (value == "128") p.block_v = 128;
-  else throw std::invalid_argument(fmt::format("sm90 plan override '{}': block_v must be 32, 64 or 128", spec));
+Override parse_override(std::string_view spec) {
+  auto bad = [&](std::string_view why) {
+    return std::invalid_argument(fmt::format(
+        "sm90 plan override '{}': {} (expected block_v=32|64|128 and/or kernel=v1|v2, comma-separated)", spec, why));
+  };
+  Override o;
+  for (size_t at = 0; !spec.empty() && at != std::string_view::npos;) {  // every field, empty ones too
+    const size_t comma = spec.find(',', at);
+    const std::string_view field = spec.substr(at, comma == std::string_view::npos ? comma : comma - at);
+    at = comma == std::string_view::npos ? comma : comma + 1;
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos) throw bad(fmt::format("'{}' is not key=value", field));
+    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    if (key == "block_v") {
+      if (value == "32") o.block_v = 32;
+      else if (value == "64") o.block_v = 64;
+      else if (value == "128") o.block_v = 128;
+      else throw bad("block_v must be 32, 64 or 128");
+    } else if (key == "kernel") {
+      if (value == "v1") o.kernel = kKernelV1;
+      else if (value == "v2") o.kernel = kKernelV2;
+      else throw bad("kernel must be v1 or v2");
+    } else {
+      throw bad(fmt::format("unknown key '{}'", key));
+    }
+  }
+  return o;
+}
+
+namespace {
+Plan checked(const Plan& p, std::string_view spec) {
+  if (p.kernel == kKernelV2 && p.block_v == 128)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v2 has block_v 32 or 64", spec));
   return p;
+}
+}  // namespace
+
+Plan apply_override(const Plan& chosen, std::string_view spec) {
+  const Override o = parse_override(spec);
+  Plan p = chosen;
+  if (o.kernel != 0) p.kernel = o.kernel;
+  if (o.block_v != 0) p.block_v = o.block_v;
+  return checked(p, spec);
 }
 
 Plan plan_for(const Batch& b, int sm_count) {
-  Plan p = choose(b, sm_count);
-  if (const char* spec = std::getenv("GDNBENCH_SM90_PLAN"); spec != nullptr && *spec != '\0') p = apply_override(p, spec);
-  return p;
+  const char* spec = std::getenv("GDNBENCH_SM90_PLAN");
+  if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
+  const Override o = parse_override(spec);
+  Plan p = choose(b, sm_count, o.kernel != 0 ? o.kernel : kDefaultKernel);
+  if (o.block_v != 0) p.block_v = o.block_v;
+  return checked(p, spec);
 }
 
 }  // namespace gdn::sm90

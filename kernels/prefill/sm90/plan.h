@@ -1,7 +1,8 @@
-// The launch plan of prefill/sm90 as data: chunk size, value columns per CTA (block_v), warps,
-// grid and shared memory for a call. Host code (C++17, no CUDA), so tests check it without a GPU
-// and every report records it (Variant::plan). GDNBENCH_SM90_PLAN="block_v=64" replaces the
-// chosen block_v for an A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
+// The launch plan of prefill/sm90 as data: kernel version, chunk size, value columns per CTA
+// (block_v), warps, grid and shared memory for a call. Host code (C++17, no CUDA), so tests check
+// it without a GPU and every report records it (Variant::plan). GDNBENCH_SM90_PLAN (e.g.
+// "kernel=v1", "block_v=64", "kernel=v2,block_v=32") replaces the chosen kernel and block_v for an
+// A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 namespace gdn::sm90 {
 
 constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be asked (plan on a CPU host)
+constexpr int kDefaultKernel = kKernelV2;
 
 // What the plan reads of a call: the number of sequences and the head sizes.
 struct Batch {
@@ -23,30 +25,40 @@ struct Batch {
 };
 
 struct Plan {
-  int block_v = 128;  // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp)
+  int block_v = 128;       // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp); v2: 64 or 32
+  int kernel = kKernelV1;  // kKernelV1 (kernel.cuh) or kKernelV2 (kernel_v2.cuh)
 
-  int warps() const { return warps_for(block_v); }
+  int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
   int v_blocks(int V) const { return V / block_v; }
   int64_t ctas(const Batch& b) const { return int64_t(v_blocks(b.V)) * b.HV * b.sequences; }
-  int smem_bytes() const { return SmemLayout(block_v).bytes; }
-  // One line, e.g. "chunk 64, block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs, 111.5 KiB smem".
+  int smem_bytes() const { return SmemLayout(block_v, kernel).bytes; }
+  // One line, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 prepare the next chunk),
+  // 128 CTAs on 132 SMs, 149.0 KiB smem, kernel v2 ...".
   std::string describe(const Batch& b, int sm_count) const;
-  bool operator==(const Plan& o) const { return block_v == o.block_v; }
+  bool operator==(const Plan& o) const { return block_v == o.block_v && kernel == o.kernel; }
 };
 
 // "" when the kernel handles the shape, else why not (head sizes other than 128 are declined).
 std::string unsupported_reason(const Shape& s);
 
 // The block_v that gives the most CTAs one resident wave can hold (one CTA per SM): the
-// smallest of 32, 64, 128 whose grid still fits on sm_count SMs, else 128. A smaller block_v
-// shortens each CTA's serial chunk chain (fewer state warps share the tensor cores) but repeats
-// the chunk's state-independent work (K K^T, the inverse, Q K^T) once per V-block.
-Plan choose(const Batch& b, int sm_count);
-// `chosen` with block_v replaced by "block_v=N" (N = 32, 64, 128; "" keeps it); throws
-// std::invalid_argument naming the spec.
+// smallest of 32, 64, 128 (v2: 32, 64) whose grid still fits on sm_count SMs, else the largest.
+// A smaller block_v shortens each CTA's serial chunk chain (fewer state warps share the tensor
+// cores) but repeats the chunk's state-independent work (K K^T, the inverse, Q K^T) once per
+// V-block. v2 has no block_v 128: 8 state warps and 4 prep warps would not fit 255 registers a lane.
+Plan choose(const Batch& b, int sm_count, int kernel = kDefaultKernel);
+// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2
+// (0 where not given); throws std::invalid_argument naming the spec.
+struct Override {
+  int block_v = 0, kernel = 0;
+};
+Override parse_override(std::string_view spec);
+// `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
+// malformed spec or a plan no kernel has (v2 with block_v 128).
 Plan apply_override(const Plan& chosen, std::string_view spec);
-// choose(), with the override of GDNBENCH_SM90_PLAN when it is set.
+// choose() for the override's kernel (else the default), then its block_v, when
+// GDNBENCH_SM90_PLAN is set.
 Plan plan_for(const Batch& b, int sm_count);
 
 }  // namespace gdn::sm90

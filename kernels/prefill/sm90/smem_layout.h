@@ -1,16 +1,19 @@
-// Shared-memory layout of the prefill/sm90 kernel, one constexpr description that the host plan
+// Shared-memory layout of the prefill/sm90 kernels, one constexpr description that the host plan
 // (bytes to request) and the device code (where each tile lives) both read. C++17, no CUDA.
 //
-//   q[2], k[2]  [64 tokens][128] 16-bit (f16 once converted), two [64][64] halves of 8 KiB in the 128-byte swizzle
+//   q[S], k[S]  [64 tokens][128] 16-bit (f16 once converted), two [64][64] halves of 8 KiB in the 128-byte swizzle
 //               (16-byte chunk c of row r stored at chunk c ^ (r % 8)): the layout a TMA copy with
 //               SWIZZLE_128B writes and wgmma descriptors read, and conflict-free for ldmatrix
-//   ag, pg      [64][64] f16 A_g = Gam * A_r * diag(beta) and P_g = scale Gam * (Q^ K^T), same swizzle
-//   v[2]        [64 tokens][block_v + 8] 16-bit, padded rows; each state warp overwrites its own
+//   ag[B], pg[B] [64][64] f16 A_g = Gam * A_r * diag(beta) and P_g = scale Gam * (Q^ K^T), same swizzle
+//   v[S]        [64 tokens][block_v + 8] 16-bit, padded rows; each state warp overwrites its own
 //               columns of the current stage with its outputs o before copying them out
 //   lt          [64][65] fp32: L = StrictLower(diag(beta) K^ K^T), inverted in place into A_r
 //   x           [3][16][17] fp32: the inverse's block products
-//   scalars     per-token fp32 vectors of the chunk (enum Scalar), then e^G
-// Two stages of q, k, v: chunk c + 1 is copied in while chunk c is computed.
+//   scalars[B]  per-token fp32 vectors of the chunk (enum Scalar), then e^G (16 bytes)
+// Kernel v1 (the whole CTA prepares a chunk, then the state warps advance it): S = 2 stages (chunk
+// c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
+// Kernel v2 (prep warps prepare chunk c + 1 while the state warps advance chunk c): S = 3 stages
+// (the state warps read chunk c, the prep warps chunk c + 1, chunk c + 2 is copied in), B = 2.
 #pragma once
 
 namespace gdn::sm90 {
@@ -23,8 +26,17 @@ constexpr int kHalfTileBytes = kChunk * 64 * 2;  // one [64][64] swizzled 16-bit
 constexpr int kLtStride = kChunk + 1;            // fp32 row stride of lt (odd: no bank conflicts)
 constexpr int kXStride = 17;
 
-// Warps per CTA: one per 16 value columns, at least 4 (the chunk's shared work is split four ways).
-constexpr int warps_for(int block_v) { return block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4; }
+// The kernel versions (Plan::kernel): v1 runs the chunk's phases one after another with the whole
+// CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead).
+constexpr int kKernelV1 = 1, kKernelV2 = 2;
+constexpr int kPrepWarps = 4;  // v2: the warps preparing the next chunk, after the state warps
+
+// Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
+// ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
+constexpr int warps_for(int block_v, int kernel = kKernelV1) {
+  return kernel == kKernelV2 ? block_v / kColsPerWarp + kPrepWarps
+                             : (block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4);
+}
 constexpr int v_row_elems(int block_v) { return block_v + 8; }
 
 // Byte offset of 16-bit element (row, col) of a [rows][64] tile in the 128-byte swizzle: the
@@ -43,29 +55,42 @@ constexpr unsigned qk_offset(int row, int col) {
 // eu = rk e^(G - gam) (scales V_d into the state update), g (the decay before the cumsum).
 enum Scalar { kBeta, kGam, kRk, kRq, kEk, kEq, kEu, kG, kNumScalars };
 
+constexpr int stages_of(int kernel) { return kernel == kKernelV2 ? 3 : 2; }
+constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV2 ? 2 : 1; }
+constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G (padded)
+
 struct SmemLayout {
-  int q0 = 0, k0 = 0, ag = 0, pg = 0, v0 = 0, v_stage = 0, lt = 0, x = 0, scalars = 0, exp_G = 0, bytes = 0;
-  constexpr explicit SmemLayout(int block_v) {
+  int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, x = 0, scalars0 = 0, bytes = 0;
+  int stages = 2, buffers = 1;
+  constexpr explicit SmemLayout(int block_v, int kernel = kKernelV1)
+      : stages(stages_of(kernel)), buffers(prep_buffers_of(kernel)) {
     int at = 0;
-    q0 = at, at += 2 * kQKTileBytes;
-    k0 = at, at += 2 * kQKTileBytes;
-    ag = at, at += kHalfTileBytes;
-    pg = at, at += kHalfTileBytes;
+    q0 = at, at += stages * kQKTileBytes;
+    k0 = at, at += stages * kQKTileBytes;
+    ag0 = at, at += buffers * kHalfTileBytes;
+    pg0 = at, at += buffers * kHalfTileBytes;
     v_stage = kChunk * v_row_elems(block_v) * 2;
-    v0 = at, at += 2 * v_stage;
+    v0 = at, at += stages * v_stage;
     lt = at, at += kChunk * kLtStride * 4;
     x = at, at += 3 * 16 * kXStride * 4;
-    scalars = at, at += kNumScalars * kChunk * 4;
-    exp_G = at, at += 16;
+    scalars0 = at, at += buffers * kScalarBytes;
     bytes = at;
   }
-  // Stage offsets by arithmetic (an array indexed by a run-time stage would live in local memory).
+  // Stage and buffer offsets by arithmetic (an array indexed by a run-time stage would live in
+  // local memory).
   constexpr int q(int stage) const { return q0 + stage * kQKTileBytes; }
   constexpr int k(int stage) const { return k0 + stage * kQKTileBytes; }
   constexpr int v(int stage) const { return v0 + stage * v_stage; }
+  constexpr int ag(int buf) const { return ag0 + buf * kHalfTileBytes; }
+  constexpr int pg(int buf) const { return pg0 + buf * kHalfTileBytes; }
+  constexpr int scalars(int buf) const { return scalars0 + buf * kScalarBytes; }
+  constexpr int exp_G(int buf) const { return scalars(buf) + kNumScalars * kChunk * 4; }
 };
 
 static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
-static_assert(SmemLayout(128).ag % 1024 == 0 && SmemLayout(128).pg % 1024 == 0, "swizzled tiles are 1 KiB aligned");
+static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
+static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
+static_assert(SmemLayout(64, kKernelV2).ag0 % 1024 == 0 && SmemLayout(64, kKernelV2).pg0 % 1024 == 0,
+              "swizzled tiles are 1 KiB aligned");
 
 }  // namespace gdn::sm90

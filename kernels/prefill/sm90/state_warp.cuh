@@ -22,7 +22,7 @@
 
 namespace gdn::sm90 {
 
-template <class In, int BV> struct StateWarp {
+template <class In, int BV, int Ver> struct StateWarp {
   // s[nt][e]: value column lc + g + 8 (e / 2), head dim 8 nt + 2t + (e % 2).
   float s[kHeadDim / 8][4];
   int lane = 0, lc = 0;
@@ -74,16 +74,17 @@ template <class In, int BV> struct StateWarp {
     }
   }
 
-  // One chunk of `rows` valid tokens starting at packed row row0, from stage `stage`; writes o.
-  __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int rows, int64_t row0, const prefill::Args& a, int h,
-                                        int vcol0) {
-    constexpr SmemLayout L(BV);
+  // One chunk of `rows` valid tokens starting at packed row row0, from stage `stage` and the
+  // preparation's buffer `buf`; writes o.
+  __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
+                                        int h, int vcol0) {
+    constexpr SmemLayout L(BV, Ver);
     constexpr int VR = v_row_elems(BV);
     const int g = lane >> 2, t = lane & 3;
     const uint8_t* kt = smem + L.k(stage);
     const uint8_t* qt = smem + L.q(stage);
     uint8_t* vt = smem + L.v(stage);
-    const float* sc = reinterpret_cast<const float*>(smem + L.scalars);
+    const float* sc = reinterpret_cast<const float*>(smem + L.scalars(buf));
     const float* ek = sc + kEk * kChunk;
     const float* eq = sc + kEq * kChunk;
     const float* eu = sc + kEu * kChunk;
@@ -128,7 +129,7 @@ template <class In, int BV> struct StateWarp {
     // V_d^T = W^T A_g^T.
     float vd[8][4];
     zero(vd);
-    times_lower_transposed(vd, w, smem + L.ag);
+    times_lower_transposed(vd, w, smem + L.ag(buf));
     // O^T = (Q S)^T diag(eq) + V_d^T P_g^T.
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -136,9 +137,9 @@ template <class In, int BV> struct StateWarp {
       const float e0 = eq[i0], e1 = eq[i0 + 1];
       o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
     }
-    times_lower_transposed(o, vd, smem + L.pg);
+    times_lower_transposed(o, vd, smem + L.pg(buf));
     // S^T = e^G S^T + (V_d^T diag(eu)) K; eu is 0 past the last valid token.
-    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G);
+    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
 #pragma unroll
     for (int nt = 0; nt < kHeadDim / 8; ++nt)
 #pragma unroll
