@@ -1,10 +1,26 @@
 // Small helpers shared by the test files.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "core/shape.h"
 
 namespace gdn::test {
+
+// A prefill problem of 128 x 128 heads over the given sequence lengths.
+inline Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout = Layout::kv) {
+  Shape s;
+  s.op = OpKind::prefill;
+  s.seqlens = std::move(lens);
+  s.h_qk = h_qk, s.h_v = h_v;
+  s.dk = s.dv = 128;
+  s.layout = layout;
+  return s;
+}
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

@@ -19,6 +19,7 @@
 #include <memory>
 #include <vector>
 
+#include "test_support.h"
 #include "core/half.h"
 #include "core/op.h"
 #include "reference/reference.h"
@@ -196,15 +197,7 @@ Errors model_errors(const Shape& s, Rounding mode, uint64_t seed = 11) {
   return {rel_l2(got.o, ref.o), rel_l2(got.ht, ref.ht)};
 }
 
-Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout = Layout::kv) {
-  Shape s;
-  s.op = OpKind::prefill;
-  s.seqlens = std::move(lens);
-  s.h_qk = h_qk, s.h_v = h_v;
-  s.dk = s.dv = 128;
-  s.layout = layout;
-  return s;
-}
+using test::prefill;
 
 // ---- 1. the algebra ----------------------------------------------------------------------
 

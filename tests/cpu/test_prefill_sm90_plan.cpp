@@ -36,10 +36,11 @@ int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
   return block_v(std::move(lens), h_qk, h_v, sms, sm90::kKernelV2);
 }
 
-TEST(Sm90Plan, TheDefaultKernelIsV2) {
-  const Batch b = Batch::of(prefill({32768}, 16, 32));
-  EXPECT_EQ(sm90::choose(b, 132).kernel, sm90::kDefaultKernel);
-  EXPECT_EQ(sm90::kDefaultKernel, sm90::kKernelV2);
+TEST(Sm90Plan, DefaultIsV2WhereOneWaveFitsElseV1) {
+  const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
+  EXPECT_EQ(sm90::choose(one, 132), (Plan{32, sm90::kKernelV2}));
+  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
+  EXPECT_EQ(sm90::choose(many, 132), (Plan{128, sm90::kKernelV1}));  // v2 needs two waves
 }
 
 TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
@@ -222,7 +223,7 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
     test::ScopedEnv v2("GDNBENCH_SM90_PLAN", "kernel=v2");
     EXPECT_EQ(sm90::plan_for(many, 132), (Plan{64, sm90::kKernelV2}));
   }
-  EXPECT_EQ(sm90::plan_for(b, 132), (Plan{32, sm90::kDefaultKernel}));
+  EXPECT_EQ(sm90::plan_for(b, 132), sm90::choose(b, 132));
 }
 
 TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {

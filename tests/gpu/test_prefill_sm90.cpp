@@ -29,15 +29,7 @@ namespace {
 
 constexpr uint64_t kSeed = 20261201;
 
-Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout = Layout::kv) {
-  Shape s;
-  s.op = OpKind::prefill;
-  s.seqlens = std::move(lens);
-  s.h_qk = h_qk, s.h_v = h_v;
-  s.dk = s.dv = 128;
-  s.layout = layout;
-  return s;
-}
+using test::prefill;
 
 template <class F> Shape with(Shape s, F edit) {
   edit(s);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "run/backend.h"

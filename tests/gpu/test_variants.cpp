@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "test_support.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "run/backend.h"
@@ -33,15 +34,7 @@ struct Case {
 
 // ---- shapes ------------------------------------------------------------------------------
 
-Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout) {
-  Shape s;
-  s.op = OpKind::prefill;
-  s.seqlens = std::move(lens);
-  s.h_qk = h_qk, s.h_v = h_v;
-  s.dk = s.dv = 128;
-  s.layout = layout;
-  return s;
-}
+using test::prefill;
 
 Shape step(OpKind op, int64_t batch, int tokens, int h_qk, int h_v, Layout layout) {
   return test::step_shape(op, batch, tokens, h_qk, h_v, layout);

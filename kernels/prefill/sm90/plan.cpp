@@ -49,6 +49,11 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   return p;
 }
 
+Plan choose(const Batch& b, int sm_count) {
+  const Plan v2 = choose(b, sm_count, kKernelV2);
+  return v2.ctas(b) <= (sm_count < 1 ? kDefaultSmCount : sm_count) ? v2 : choose(b, sm_count, kKernelV1);
+}
+
 Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
@@ -98,7 +103,7 @@ Plan plan_for(const Batch& b, int sm_count) {
   const char* spec = std::getenv("GDNBENCH_SM90_PLAN");
   if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
   const Override o = parse_override(spec);
-  Plan p = choose(b, sm_count, o.kernel != 0 ? o.kernel : kDefaultKernel);
+  Plan p = o.kernel != 0 ? choose(b, sm_count, o.kernel) : choose(b, sm_count);
   if (o.block_v != 0) p.block_v = o.block_v;
   return checked(p, spec);
 }

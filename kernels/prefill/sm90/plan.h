@@ -15,7 +15,6 @@
 namespace gdn::sm90 {
 
 constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be asked (plan on a CPU host)
-constexpr int kDefaultKernel = kKernelV2;
 
 // What the plan reads of a call: the number of sequences and the head sizes.
 struct Batch {
@@ -47,7 +46,11 @@ std::string unsupported_reason(const Shape& s);
 // A smaller block_v shortens each CTA's serial chunk chain (fewer state warps share the tensor
 // cores) but repeats the chunk's state-independent work (K K^T, the inverse, Q K^T) once per
 // V-block. v2 has no block_v 128: 8 state warps and 4 prep warps would not fit 255 registers a lane.
-Plan choose(const Batch& b, int sm_count, int kernel = kDefaultKernel);
+Plan choose(const Batch& b, int sm_count, int kernel);
+// The default: v2 where its grid fits one wave, else v1 (H200, 2026-11-25, one call: v2 16.1 vs
+// v1 17.5 us per chunk on 16/32 1x8192 at block_v 32; 16/64 4096x8, two waves, v2 at block_v 64
+// 8.43 ms against v1 at 128 4.04 ms: docs/notes/prefill-sm90.md).
+Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2
 // (0 where not given); throws std::invalid_argument naming the spec.
 struct Override {
@@ -57,7 +60,7 @@ Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
 // malformed spec or a plan no kernel has (v2 with block_v 128).
 Plan apply_override(const Plan& chosen, std::string_view spec);
-// choose() for the override's kernel (else the default), then its block_v, when
+// choose() for the override's kernel (else the default choice), then its block_v, when
 // GDNBENCH_SM90_PLAN is set.
 Plan plan_for(const Batch& b, int sm_count);
 
