@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/fnv.h"
+#include "core/json_fields.h"
 #include "core/op.h"
 
 namespace gdn {
@@ -14,24 +15,12 @@ namespace {
 
 using json = nlohmann::json;
 
-template <class T> void get(const json& j, const char* key, T& out) {
-  if (auto it = j.find(key); it != j.end() && !it->is_null()) out = it->get<T>();
-}
-template <class E> void get_enum(const json& j, const char* key, E& out, std::optional<E> (*parse)(std::string_view)) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  if (!it->is_string()) throw input_error(fmt::format("shape.{} must be a string", key));
-  auto v = parse(it->get<std::string>());
-  if (!v) throw input_error(fmt::format("shape.{}: unknown value '{}'", key, it->get<std::string>()));
-  out = *v;
-}
-
 // An axis stored in one field, with its key part.
 #define GDN_FIELD_IO(member, name)                                                  \
-  [](const Shape& s, json& j) { j[name] = s.member; }, [](const json& j, Shape& s) { get(j, name, s.member); }
+  [](const Shape& s, json& j) { j[name] = s.member; }, [](const json& j, Shape& s) { read(j, name, s.member); }
 #define GDN_ENUM_IO(member, name, parse)                                                          \
   [](const Shape& s, json& j) { j[name] = to_string(s.member); },                                 \
-      [](const json& j, Shape& s) { get_enum(j, name, s.member, parse); }
+      [](const json& j, Shape& s) { read_enum(j, name, s.member, parse); }
 
 // The checksum keeps long explicit lists that share a label apart.
 std::string seq_part(const Shape& s) {
@@ -74,11 +63,11 @@ std::vector<AxisDef> make_axes() {
        [](const Shape& s) { return s.has_h0 ? std::string() : std::string(" no_h0"); }},
       {"heads", kBitAll, "pair", {"h_qk", "h_v"},
        [](const Shape& s, json& j) { j["h_qk"] = s.h_qk, j["h_v"] = s.h_v; },
-       [](const json& j, Shape& s) { get(j, "h_qk", s.h_qk), get(j, "h_v", s.h_v); }, 0,
+       [](const json& j, Shape& s) { read(j, "h_qk", s.h_qk), read(j, "h_v", s.h_v); }, 0,
        [](const Shape& s) { return fmt::format(" h{}/{}", s.h_qk, s.h_v); }},
       {"head_dim", kBitAll, "int", {"dk", "dv"},
        [](const Shape& s, json& j) { j["dk"] = s.dk, j["dv"] = s.dv; },
-       [](const json& j, Shape& s) { get(j, "dk", s.dk), get(j, "dv", s.dv); }, 1,
+       [](const json& j, Shape& s) { read(j, "dk", s.dk), read(j, "dv", s.dv); }, 1,
        [](const Shape& s) { return fmt::format(" d{}x{}", s.dk, s.dv); }},
       {"pool", kBitSteps, "int or \"Nx\"", {"pool"}, GDN_FIELD_IO(pool, "pool"), 8,
        [](const Shape& s) { return fmt::format(" pool={}", s.pool_slots()); }},
@@ -125,7 +114,7 @@ json shape_to_json(const Shape& s) {
 Shape shape_from_json_object(const json& j) {
   if (!j.is_object()) throw input_error("shape must be an object");
   Shape s;
-  get_enum(j, "op", s.op, parse_op);
+  read_enum(j, "op", s.op, parse_op);
   for (const auto& a : shape_axes()) a.read(j, s);
   return s;
 }

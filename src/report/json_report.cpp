@@ -15,6 +15,7 @@
 
 #include "core/axes.h"
 #include "core/errors.h"
+#include "core/json_fields.h"
 #include "report/report.h"
 
 namespace gdn {
@@ -31,28 +32,6 @@ json num(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
 // Timer resolution is 1 ns at best; rounding keeps 100k-sample arrays short in the file.
 json sample_num(double v) { return std::isfinite(v) ? json(std::round(v * 1e9) / 1e9) : json(nullptr); }
-
-// Missing keys keep the field's default; null reads back as NaN (it was written for NaN/Inf).
-void read(const json& j, const char* key, double& out) {
-  auto it = j.find(key);
-  if (it == j.end()) return;
-  out = it->is_null() ? kNaN : it->get<double>();
-}
-template <class T>
-void read(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  if (it != j.end() && !it->is_null()) it->get_to(out);
-}
-
-template <class E>
-void read_enum(const json& j, const char* key, E& out, std::optional<E> (*parse)(std::string_view)) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  const auto text = it->get<std::string>();
-  auto v = parse(text);
-  if (!v) throw input_error("unknown value '" + text + "' for '" + key + "'");
-  out = *v;
-}
 
 std::optional<CaseStatus> parse_case_status(std::string_view s) {
   for (auto c : {CaseStatus::ok, CaseStatus::skipped, CaseStatus::verify_failed, CaseStatus::error})
