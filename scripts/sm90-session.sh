@@ -8,8 +8,9 @@
 #            prefill/sm90 cases of gpu_test_variants (the default kernel)
 #   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
 #            KERNELS ("v2 v1"; GDNBENCH_SM90_PLAN=kernel=...)
-#   ab       kernels v1 and v2 timed on a handful of qwen35 points (16/32 and 2/8 1x8192, 16/32
-#            4096x2, 16/64 4096x8), each verified on two value heads first; one table per kernel
+#   ab       the kernels of AB_KERNELS ("v1 v2 v3") timed on a handful of qwen35 points (16/32 and
+#            2/8 at 1x8192, 1x32768, 1x2048 and 1024x8, 16/32 4096x2, 16/64 4096x8), each verified
+#            on two value heads first; one table per kernel, with the per-kernel breakdown
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -61,7 +62,7 @@ for step in $steps; do
     ab)
       ab="$OUT_DIR/sm90-ab.yaml"
       cat > "$ab" <<'YAML'
-description: prefill/sm90 kernel v1 against v2 on a handful of qwen35 points (scripts/sm90-session.sh ab)
+description: prefill/sm90 kernels v1, v2, v3 on a handful of qwen35 points (scripts/sm90-session.sh ab)
 defaults:
   variant: "*"
   seed: 20260101
@@ -81,10 +82,14 @@ cases:
     op: prefill
     heads: "16/64"
     seqlens: "4096x8"
+  - name: ab-more
+    op: prefill
+    heads: ["16/32", "2/8"]
+    seqlens: ["1x32768", "1x2048", "1024x8"]
 YAML
-      for kernel in v1 v2; do
+      for kernel in ${AB_KERNELS:-v1 v2 v3}; do
         GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
-          --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --json "$OUT_DIR/sm90-ab.$kernel.json" \
+          --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --breakdown --json "$OUT_DIR/sm90-ab.$kernel.json" \
           > "$OUT_DIR/sm90-ab.$kernel.log" 2>&1
         echo "ab, kernel $kernel: exit $? (130: deadline reached)"
         tail -n 25 "$OUT_DIR/sm90-ab.$kernel.log"

@@ -10,6 +10,7 @@
 
 #include "core/registry.h"
 #include "prefill/sm90/plan.h"
+#include "prefill/sm90/workspace.h"
 #include "prefill/sm90/smem_layout.h"
 #include "test_support.h"
 
@@ -36,11 +37,12 @@ int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
   return block_v(std::move(lens), h_qk, h_v, sms, sm90::kKernelV2);
 }
 
-TEST(Sm90Plan, DefaultIsV2WhereOneWaveFitsElseV1) {
+TEST(Sm90Plan, DefaultIsV3WithV2sBlockV) {
   const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
-  EXPECT_EQ(sm90::choose(one, 132), (Plan{32, sm90::kKernelV2}));
+  EXPECT_EQ(sm90::choose(one, 132), (Plan{32, sm90::kKernelV3}));
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
-  EXPECT_EQ(sm90::choose(many, 132), (Plan{128, sm90::kKernelV1}));  // v2 needs two waves
+  EXPECT_EQ(sm90::choose(many, 132), (Plan{64, sm90::kKernelV3}));  // several waves
+  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV3).block_v, sm90::choose(many, 132, sm90::kKernelV2).block_v);
 }
 
 TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
@@ -117,7 +119,8 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
   struct Build {
     int block_v, kernel, stages, buffers;
   };
-  for (const Build b : {Build{32, 1, 2, 1}, Build{64, 1, 2, 1}, Build{128, 1, 2, 1}, Build{32, 2, 3, 2}, Build{64, 2, 3, 2}}) {
+  for (const Build b : {Build{32, 1, 2, 1}, Build{64, 1, 2, 1}, Build{128, 1, 2, 1}, Build{32, 2, 3, 2}, Build{64, 2, 3, 2},
+                        Build{32, 3, 3, 3}, Build{64, 3, 3, 3}, Build{0, sm90::kPrepKernel, 1, 1}}) {
     const int bv = b.block_v;
     const sm90::SmemLayout L(bv, b.kernel);
     EXPECT_EQ(L.stages, b.stages);
@@ -125,7 +128,9 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
     struct Region {
       int at, bytes, align;
     };
-    std::vector<Region> regions{{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}, {L.x, 3 * 16 * sm90::kXStride * 4, 16}};
+    std::vector<Region> regions;
+    if (b.kernel != sm90::kKernelV3)  // v3's scan reads A_g from the workspace: no inverse
+      regions = {{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}, {L.x, 3 * 16 * sm90::kXStride * 4, 16}};
     for (int st = 0; st < L.stages; ++st) {
       regions.push_back({L.q(st), sm90::kQKTileBytes, 1024});
       regions.push_back({L.k(st), sm90::kQKTileBytes, 1024});
@@ -204,13 +209,15 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v1").kernel, sm90::kKernelV1);
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v2,block_v=64"), (Plan{64, sm90::kKernelV2}));
   EXPECT_EQ(sm90::apply_override(chosen, "block_v=64,kernel=v1"), (Plan{64, sm90::kKernelV1}));
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3"), std::invalid_argument);
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v3,block_v=64"), (Plan{64, sm90::kKernelV3}));
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v4"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,block_v=128"), std::invalid_argument);  // no such kernel
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,block_v=128"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,"), std::invalid_argument);
   const Batch b = Batch::of(prefill({32768}, 16, 32));
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
-    EXPECT_THROW(sm90::plan_for(b, 132), std::invalid_argument);  // the default kernel is v2
+    EXPECT_THROW(sm90::plan_for(b, 132), std::invalid_argument);  // the default kernel is v3
   }
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v1,block_v=128");
@@ -248,6 +255,33 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
             std::string("chunk 64, ").size())
       << v2;
   EXPECT_TRUE(test::contains(v2, "kernel v2")) << v2;
+  const std::string v3 = sm90::choose(Batch::of(s), 132, sm90::kKernelV3).describe(Batch::of(s), 132);
+  EXPECT_EQ(v3.find("block_v 32 (6 warps, 2 own the state, 4 load), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size())
+      << v3;
+  // 32768 tokens in one sequence: 513 slots x 32 heads of 18448 bytes.
+  EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
+  EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
+}
+
+// Workspace slots (workspace.h): chunk c of sequence n is slot floor(bos / 64) + n + c; the
+// sequences' slot ranges never overlap and stay below slot_count, for any lengths (zero and one
+// included).
+TEST(Sm90Workspace, SlotsOfSequencesAreDisjointAndBounded) {
+  const std::vector<std::vector<int64_t>> batches{
+      {1}, {64}, {65}, {0, 0, 0}, {1, 1, 1, 1}, {63, 1, 64, 0, 65, 127, 128, 129}, {32768}, {28672, 4096}, {0, 40, 0, 0, 70, 0}};
+  for (const auto& lens : batches) {
+    int64_t bos = 0, next_free = 0, T = 0;
+    for (const int64_t len : lens) T += len;
+    for (size_t n = 0; n < lens.size(); ++n) {
+      const int64_t first = sm90::first_slot(bos, int64_t(n)), chunks = (lens[n] + sm90::kChunk - 1) / sm90::kChunk;
+      EXPECT_GE(first, next_free) << "sequence " << n;
+      next_free = first + chunks;
+      bos += lens[n];
+    }
+    EXPECT_LE(next_free, sm90::slot_count(T, int64_t(lens.size())));
+  }
+  EXPECT_EQ(sm90::kSlotBytes, 2 * 8192 + sm90::kScalarBytes);
+  EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32), int64_t(513) * 32 * sm90::kSlotBytes);
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // hard (test_variants.cpp covers the common prefill cases): partial and single-token chunks,
 // zero-length sequences (repeated cu_seqlens entries), every GVA ratio of Qwen3.5, both gate forms,
 // l2norm off, f16 inputs, both state layouts, h0 absent, the stress inputs over many chunks, each
-// block_v, and offsets past 2^31 elements; every case for both kernels (v1: phases in series,
-// v2: warp-specialised). Then the properties a benchmark cannot see: 1000 launches bit-identical
-// (races), v2 bit-identical to v1 (the same arithmetic, other warps), one sequence bit-identical
+// block_v, and offsets past 2^31 elements; every case for each kernel (v1: phases in series,
+// v2: warp-specialised, v3: a preparation kernel, then the scan). Then the properties a benchmark
+// cannot see: 1000 launches bit-identical (races), v2 and v3 bit-identical to v1 (the same
+// arithmetic, other warps or another kernel), one sequence bit-identical
 // whatever else is in the batch, and a CUDA-graph capture (global mode: any synchronising call
 // fails it) replayed. Skips without a Hopper GPU.
 #include <cuda_runtime.h>
@@ -68,11 +69,11 @@ std::vector<Case> cases() {
   // Each block_v on a Qwen3.5 head shape (16/48: GVA 3).
   for (const char* bv : {"32", "64", "128"})
     c.push_back({std::string("block_v_") + bv, prefill({300, 65}, 16, 48), std::string("block_v=") + bv});
-  // Every case for each kernel (v2 has no block_v 128).
+  // Every case for each kernel (v2 and v3 have no block_v 128).
   std::vector<Case> both;
-  for (const std::string kernel : {"v1", "v2"})
+  for (const std::string kernel : {"v1", "v2", "v3"})
     for (const Case& one : c) {
-      if (kernel == "v2" && one.plan == "block_v=128") continue;
+      if (kernel != "v1" && one.plan == "block_v=128") continue;
       both.push_back({one.label + "_" + kernel, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
   return both;
@@ -129,7 +130,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128"}) {
+  for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
+                                 "kernel=v3", "kernel=v3,block_v=64"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -154,7 +156,7 @@ TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   constexpr int64_t HV = 32;
-  for (const char* kernel : {"kernel=v1", "kernel=v2"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape batch = prefill({137, 300, 64}, 16, int(HV)), alone = prefill({300}, 16, int(HV));
@@ -185,11 +187,11 @@ TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
   }
 }
 
-// v2 runs v1's arithmetic (the same functions, per element the same operations in the same
-// order; only which warp computes what, and when, differs), so it gives v1's bits at each
-// block_v. A difference is a race or a stage/buffer mix-up in v2, or the compiler contracting
-// the two instantiations differently: the verification of each says which.
-TEST_F(Sm90PrefillBits, V2GivesV1sBits) {
+// v2 and v3 run v1's arithmetic (the same functions, per element the same operations in the
+// same order; only which warp or kernel computes what, and when, differs), so they give v1's bits
+// at each block_v. A difference is a race or a stage/buffer/slot mix-up, or the compiler
+// contracting the instantiations differently: the verification of each says which.
+TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
@@ -204,26 +206,29 @@ TEST_F(Sm90PrefillBits, V2GivesV1sBits) {
     for (const std::string bv : {"32", "64"}) {
       SCOPED_TRACE(s.key() + ", block_v " + bv);
       Problem p(s, *backend_, kSeed);
-      std::pair<Bytes, Bytes> bits[2];
-      for (int k = 0; k < 2; ++k) {
-        test::ScopedEnv env("GDNBENCH_SM90_PLAN", (k == 0 ? "kernel=v1,block_v=" : "kernel=v2,block_v=") + bv);
+      std::pair<Bytes, Bytes> bits[3];
+      for (int k = 0; k < 3; ++k) {
+        test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v" + std::to_string(k + 1) + ",block_v=" + bv);
         bits[k] = run_once(*v, p, *backend_);
         const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
         EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
       }
-      EXPECT_TRUE(bits[0].first == bits[1].first) << "o: v2 differs from v1";
-      EXPECT_TRUE(bits[0].second == bits[1].second) << "ht: v2 differs from v1";
+      for (int k = 1; k < 3; ++k) {
+        EXPECT_TRUE(bits[0].first == bits[k].first) << "o: v" << k + 1 << " differs from v1";
+        EXPECT_TRUE(bits[0].second == bits[k].second) << "ht: v" << k + 1 << " differs from v1";
+      }
     }
 }
 
 // The launch captured into a graph in global mode (a synchronising or device-to-host call would
-// end the capture with an error), replayed twice: same bits as a direct launch; each kernel.
+// end the capture with an error), replayed twice: same bits as a direct launch; each kernel (v3's
+// workspace has grown in the direct launch).
 TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const char* kernel : {"kernel=v1", "kernel=v2"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape s = prefill({0, 129, 1, 64}, 2, 8);

@@ -16,16 +16,14 @@
 
 namespace gdn::sm90 {
 
-// Rows [row0, row0 + rows) of the packed batch (rows >= 1) into stage `stage`; q/k head hk,
-// value head h, value columns vcol0 .. vcol0 + BV. Issued by NT threads, this one being tid.
-// Offsets are 64-bit.
+// q and k rows [row0, row0 + rows) of the packed batch (rows >= 1, q/k head hk) into stage
+// `stage`, issued by NT threads, this one being tid. Offsets are 64-bit.
 template <int BV, int Ver, int NT>
-__device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows,
-                                           int hk, int h, int vcol0, int tid) {
+__device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int hk,
+                                        int tid) {
   constexpr SmemLayout L(BV, Ver);
   uint8_t* qs = smem + L.q(stage);
   uint8_t* ks = smem + L.k(stage);
-  uint8_t* vs = smem + L.v(stage);
   constexpr int kRowPieces = kHeadDim / 8;  // 16-byte pieces of a q/k row
   for (int e = tid; e < kChunk * kRowPieces; e += NT) {
     const int r = e / kRowPieces, c = e % kRowPieces;
@@ -34,6 +32,14 @@ __device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefi
     ptx::cp_async_16_zfill(qs + qk_offset(r, c * 8), a.q + off, valid);
     ptx::cp_async_16_zfill(ks + qk_offset(r, c * 8), a.k + off, valid);
   }
+}
+
+// The v rows of value head h, value columns vcol0 .. vcol0 + BV, into stage `stage`.
+template <int BV, int Ver, int NT>
+__device__ __forceinline__ void load_v(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int h,
+                                       int vcol0, int tid) {
+  constexpr SmemLayout L(BV, Ver);
+  uint8_t* vs = smem + L.v(stage);
   constexpr int kVPieces = BV / 8;
   for (int e = tid; e < kChunk * kVPieces; e += NT) {
     const int r = e / kVPieces, c = e % kVPieces;
@@ -41,6 +47,14 @@ __device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefi
     const int64_t off = ((row0 + (valid ? r : 0)) * a.HV + h) * kHeadDim + vcol0 + c * 8;
     ptx::cp_async_16_zfill(vs + (r * v_row_elems(BV) + c * 8) * 2, a.v + off, valid);
   }
+}
+
+// Both of the above: the chunk's q, k and v.
+template <int BV, int Ver, int NT>
+__device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows,
+                                           int hk, int h, int vcol0, int tid) {
+  load_qk<BV, Ver, NT>(smem, stage, a, row0, rows, hk, tid);
+  load_v<BV, Ver, NT>(smem, stage, a, row0, rows, h, vcol0, tid);
 }
 
 // The gate words of token tid of the chunk at row0 (threads past `rows` keep `prev`).

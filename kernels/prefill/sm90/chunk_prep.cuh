@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "common/gdn_math.cuh"
+#include "common/ptx/ex2.cuh"
 #include "common/ptx/ldmatrix.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "prefill/op.h"
@@ -28,7 +29,9 @@
 
 namespace gdn::sm90 {
 
-__device__ __forceinline__ float exp_nonpos(float x) { return __expf(fminf(x, 0.f)); }
+// e^x for x <= 0 (larger x are clamped to 0), as __expf computes it (x log2 e, then the SFU's 2^x)
+// but with subnormal results flushed to zero: branch-free.
+__device__ __forceinline__ float exp_nonpos(float x) { return ptx::ex2_approx_ftz(fminf(x, 0.f) * 1.4426950408889634f); }
 
 // The threads preparing a chunk: Threads threads in whole warps, numbered tid = 0.., synchronised
 // by barrier Barrier (0: the whole CTA, __syncthreads; else a named barrier of Threads threads).
@@ -77,22 +80,26 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
     sv(kG)[tid] = valid ? gt.g : 0.f;
     sv(kBeta)[tid] = valid ? gt.beta : 0.f;
   }
-  // Inverse norms of the 64 k rows, then the 64 q rows: two threads per row, 64 columns each
-  // (a row's 16-byte pieces are permuted by the swizzle, which a sum does not see); bf16 rows are
-  // rewritten as f16 on the way.
-  for (int e = tid; e < 4 * kChunk; e += NT) {
-    const bool is_q = e >= 2 * kChunk;
-    const int row = (e >> 1) & (kChunk - 1), half = e & 1;
-    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + half * kHalfTileBytes + row * 128;
+  // Inverse norms of the 64 k rows, then the 64 q rows: four threads per row, 32 columns each,
+  // combined by two shuffles; bf16 rows are rewritten as f16 on the way. A row's 16-byte pieces
+  // are visited from a row-dependent start, so the 32 loads of a warp (8 rows x 4 quarters) fall
+  // on every bank evenly (4 wavefronts, the least 512 bytes take); from piece 0 in every row they
+  // took 32. The order of a sum does not matter here.
+  for (int e = tid; e < 8 * kChunk; e += NT) {
+    const bool is_q = e >= 4 * kChunk;
+    const int row = (e >> 2) & (kChunk - 1), quarter = e & 3;
+    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + (quarter >> 1) * kHalfTileBytes + row * 128;
     float ss = 0.f;
 #pragma unroll
-    for (int c = 0; c < 8; ++c) {
-      uint4 w = *reinterpret_cast<const uint4*>(p + 16 * c);
+    for (int c = 0; c < 4; ++c) {
+      uint8_t* piece = p + 16 * (((quarter & 1) * 4 + c + row) & 7);
+      uint4 w = *reinterpret_cast<const uint4*>(piece);
       ss = sum_sq_to_f16<In>(w, ss);
-      if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(p + 16 * c) = w;
+      if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(piece) = w;
     }
     ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    if (half == 0) {
+    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+    if (quarter == 0) {
       const float inv = a.l2norm ? 1.f / sqrtf(ss + kL2NormEpsF) : 1.f;
       sv(is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
     }
@@ -126,59 +133,76 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
   grp.sync();
 }
 
+// One row block of L (IsQ false) or of P_g (IsQ true): rows 16 RB .. 16 RB + 15 against the
+// n-tiles on or below the diagonal, on tensor cores, then scaled in fp32 and stored; the row block
+// is a template argument so the loops unroll with no guards, and the masks are selects.
+template <bool IsQ, int RB, int BV, int Ver>
+__device__ __forceinline__ void product_rows(int lane, uint8_t* smem, int stage, int buf, float scale) {
+  constexpr SmemLayout L(BV, Ver);
+  const int g = lane >> 2, t = lane & 3;
+  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
+  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
+  const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
+  const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
+  const uint8_t* kt = smem + L.k(stage);
+  const uint8_t* at = IsQ ? smem + L.q(stage) : kt;
+  float acc[2 * RB + 2][4];
+  zero(acc);
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    uint32_t af[4];
+    const RowCol ar = a_rows(lane, 16 * RB, 16 * kk);
+    ptx::ldmatrix_x4(af, at + qk_offset(ar.row, ar.col));
+#pragma unroll
+    for (int np = 0; np <= RB; ++np) {
+      uint32_t bf[4];
+      const RowCol br = b_rows(lane, 16 * np, 16 * kk);
+      ptx::ldmatrix_x4(bf, kt + qk_offset(br.row, br.col));
+      mma(acc[2 * np], af, bf[0], bf[1]);
+      mma(acc[2 * np + 1], af, bf[2], bf[3]);
+    }
+  }
+  float* lt = reinterpret_cast<float*>(smem + L.lt);
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) {
+    const int i = 16 * RB + g + 8 * hr;
+    const float si = IsQ ? scale * rq[i] : beta[i] * rk[i], gi = gam[i];
+#pragma unroll
+    for (int nt = 0; nt < 2 * RB + 2; ++nt) {
+      const int j = 8 * nt + 2 * t;
+      const float2 rj = *reinterpret_cast<const float2*>(rk + j);
+      const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
+      if constexpr (!IsQ) {
+        const float l0 = si * rj.x * x0, l1 = si * rj.y * x1;
+        lt[i * kLtStride + j] = j < i ? l0 : 0.f;
+        lt[i * kLtStride + j + 1] = j + 1 < i ? l1 : 0.f;
+      } else {
+        const float2 gj = *reinterpret_cast<const float2*>(gam + j);
+        const float p0 = si * rj.x * exp_nonpos(gi - gj.x) * x0, p1 = si * rj.y * exp_nonpos(gi - gj.y) * x1;
+        *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
+            pack_f16x2(j <= i ? p0 : 0.f, j + 1 <= i ? p1 : 0.f);
+      }
+    }
+  }
+}
+
 // L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
 // rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
 // the tasks go out in the order K3 Q3 K2 Q2 K0 Q0 K1 Q1, so four warps get 5 pairs each (in
 // the order K0..K3 Q0..Q3 one of them got 4 + 4). Ends without a barrier.
 template <class In, int BV, int Ver, class Grp>
 __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  constexpr SmemLayout L(BV, Ver);
-  const int lane = grp.tid & 31, g = lane >> 2, t = lane & 3;
-  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
-  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
-  const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
-  const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
-  float* lt = reinterpret_cast<float*>(smem + L.lt);
-  const uint8_t* kt = smem + L.k(stage);
+  const int lane = grp.tid & 31;
   for (int task = grp.warp(); task < 8; task += Grp::kWarps) {
-    const bool is_q = (task & 1) != 0;
-    const int rb = task < 4 ? 3 - (task >> 1) : (task >> 1) - 2;
-    const uint8_t* at = is_q ? smem + L.q(stage) : kt;
-    float acc[8][4];
-    zero(acc);
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-      uint32_t af[4];
-      const RowCol ar = a_rows(lane, 16 * rb, 16 * kk);
-      ptx::ldmatrix_x4(af, at + qk_offset(ar.row, ar.col));
-#pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        if (np > rb) continue;
-        uint32_t bf[4];
-        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
-        ptx::ldmatrix_x4(bf, kt + qk_offset(br.row, br.col));
-        mma(acc[2 * np], af, bf[0], bf[1]);
-        mma(acc[2 * np + 1], af, bf[2], bf[3]);
-      }
-    }
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      if (nt / 2 > rb) continue;
-#pragma unroll
-      for (int hr = 0; hr < 2; ++hr) {
-        const int i = 16 * rb + g + 8 * hr, j = 8 * nt + 2 * t;
-        const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
-        if (!is_q) {
-          const float bi = beta[i] * rk[i];
-          lt[i * kLtStride + j] = j < i ? bi * rk[j] * x0 : 0.f;
-          lt[i * kLtStride + j + 1] = j + 1 < i ? bi * rk[j + 1] * x1 : 0.f;
-        } else {
-          const float si = scale * rq[i], gi = gam[i];
-          const float p0 = j <= i ? si * rk[j] * exp_nonpos(gi - gam[j]) * x0 : 0.f;
-          const float p1 = j + 1 <= i ? si * rk[j + 1] * exp_nonpos(gi - gam[j + 1]) * x1 : 0.f;
-          *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) = pack_f16x2(p0, p1);
-        }
-      }
+    switch (task) {
+      case 0: product_rows<false, 3, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 1: product_rows<true, 3, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 2: product_rows<false, 2, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 3: product_rows<true, 2, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 4: product_rows<false, 0, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 5: product_rows<true, 0, BV, Ver>(lane, smem, stage, buf, scale); break;
+      case 6: product_rows<false, 1, BV, Ver>(lane, smem, stage, buf, scale); break;
+      default: product_rows<true, 1, BV, Ver>(lane, smem, stage, buf, scale); break;
     }
   }
 }
@@ -264,9 +288,11 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
   for (int e = grp.tid; e < kChunk * kChunk / 2; e += Grp::kThreads) {
     const int i = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
     const float gi = gam[i];
-    const float a0 = j <= i ? exp_nonpos(gi - gam[j]) * lt[i * kLtStride + j] * beta[j] : 0.f;
-    const float a1 = j + 1 <= i ? exp_nonpos(gi - gam[j + 1]) * lt[i * kLtStride + j + 1] * beta[j + 1] : 0.f;
-    *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(a0, a1);
+    const float2 gj = *reinterpret_cast<const float2*>(gam + j), bj = *reinterpret_cast<const float2*>(beta + j);
+    // Above the diagonal lt holds stale values: computed, then selected away.
+    const float a0 = exp_nonpos(gi - gj.x) * lt[i * kLtStride + j] * bj.x;
+    const float a1 = exp_nonpos(gi - gj.y) * lt[i * kLtStride + j + 1] * bj.y;
+    *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
   }
 }
 

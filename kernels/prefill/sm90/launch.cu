@@ -1,5 +1,5 @@
 // The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
-// instantiation of kernels v1 and v2, launched per plan.
+// instantiation of kernels v1, v2 and v3, launched per plan.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
@@ -7,7 +7,11 @@
 #include "core/errors.h"
 #include "prefill/sm90/kernel.cuh"
 #include "prefill/sm90/kernel_v2.cuh"
+#include "prefill/sm90/kernel_v3.cuh"
 #include "prefill/sm90/launch.h"
+#include "prefill/sm90/prep_kernel.cuh"
+#include "prefill/sm90/workspace.h"
+#include "prefill/sm90/workspace_buffer.h"
 
 namespace gdn::sm90 {
 namespace {
@@ -27,8 +31,29 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
   CUDA_CHECK(cudaGetLastError());
 }
 
+// Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order).
+template <class In, int BV> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  uint8_t* ws = workspace_for(workspace_bytes(a.T, a.N, a.HV), stream);
+  const auto prep = prefill_sm90_prep_kernel<In>;
+  const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
+  CUDA_CHECK(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem));
+  prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(a.HV)), kPrepKernelThreads, size_t(prep_smem), stream>>>(a, ws);
+  CUDA_CHECK(cudaGetLastError());
+  const auto scan = prefill_sm90_v3_kernel<In, BV>;
+  const int smem = p.smem_bytes();
+  CUDA_CHECK(cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;
+  scan<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V), ws);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  if (p.kernel == kKernelV2) {
+  if (p.kernel == kKernelV3) {
+    switch (p.block_v) {
+      case 32: return launch_v3<In, 32>(a, p, stream);
+      case 64: return launch_v3<In, 64>(a, p, stream);
+    }
+  } else if (p.kernel == kKernelV2) {
     switch (p.block_v) {
       case 32: return launch_typed<In, 32, kKernelV2>(a, p, stream);
       case 64: return launch_typed<In, 64, kKernelV2>(a, p, stream);

@@ -1,5 +1,7 @@
 #include "prefill/sm90/plan.h"
 
+#include "prefill/sm90/workspace.h"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,14 +12,24 @@ namespace gdn::sm90 {
 Batch Batch::of(const Shape& s) {
   Batch b;
   b.sequences = int64_t(s.seqlens.size());
+  for (const int64_t len : s.seqlens) b.tokens += len;
   b.HV = s.h_v, b.K = s.dk, b.V = s.dv;
   return b;
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
-  const std::string roles = kernel == kKernelV2 ? fmt::format(", {} prepare the next chunk", kPrepWarps) : "";
-  const char* how = kernel == kKernelV2 ? "kernel v2: warp-specialised, the chunk's preparation one chunk ahead"
-                                        : "kernel v1: the chunk's phases in series";
+  const std::string roles = kernel == kKernelV2   ? fmt::format(", {} prepare the next chunk", kPrepWarps)
+                            : kernel == kKernelV3 ? fmt::format(", {} load", kPrepWarps)
+                                                  : "";
+  const std::string how =
+      kernel == kKernelV3
+          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads, {:.1f} KiB smem, 3 per SM; "
+                        "{:.1f} MiB workspace), then the scan",
+                        slot_count(b.tokens, b.sequences), b.HV, kPrepKernelThreads,
+                        SmemLayout(0, kPrepKernel).bytes / 1024.0,
+                        workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0)
+      : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
+                            : std::string("kernel v1: the chunk's phases in series");
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
                      "{}, mma.sync bf16/f16 operands, fp32 state in registers",
                      kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how);
@@ -39,7 +51,7 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
   p.kernel = kernel;
-  const int largest = kernel == kKernelV2 ? 64 : 128;
+  const int largest = kernel == kKernelV1 ? 128 : 64;
   for (int bv : {32, 64, 128}) {
     if (bv > largest) break;
     p.block_v = bv;
@@ -49,15 +61,12 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   return p;
 }
 
-Plan choose(const Batch& b, int sm_count) {
-  const Plan v2 = choose(b, sm_count, kKernelV2);
-  return v2.ctas(b) <= (sm_count < 1 ? kDefaultSmCount : sm_count) ? v2 : choose(b, sm_count, kKernelV1);
-}
+Plan choose(const Batch& b, int sm_count) { return choose(b, sm_count, kKernelV3); }
 
 Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
-        "sm90 plan override '{}': {} (expected block_v=32|64|128 and/or kernel=v1|v2, comma-separated)", spec, why));
+        "sm90 plan override '{}': {} (expected block_v=32|64|128 and/or kernel=v1|v2|v3, comma-separated)", spec, why));
   };
   Override o;
   for (size_t at = 0; !spec.empty() && at != std::string_view::npos;) {  // every field, empty ones too
@@ -75,7 +84,8 @@ Override parse_override(std::string_view spec) {
     } else if (key == "kernel") {
       if (value == "v1") o.kernel = kKernelV1;
       else if (value == "v2") o.kernel = kKernelV2;
-      else throw bad("kernel must be v1 or v2");
+      else if (value == "v3") o.kernel = kKernelV3;
+      else throw bad("kernel must be v1, v2 or v3");
     } else {
       throw bad(fmt::format("unknown key '{}'", key));
     }
@@ -85,8 +95,8 @@ Override parse_override(std::string_view spec) {
 
 namespace {
 Plan checked(const Plan& p, std::string_view spec) {
-  if (p.kernel == kKernelV2 && p.block_v == 128)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v2 has block_v 32 or 64", spec));
+  if (p.kernel != kKernelV1 && p.block_v == 128)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v{} has block_v 32 or 64", spec, p.kernel));
   return p;
 }
 }  // namespace

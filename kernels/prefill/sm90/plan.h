@@ -16,16 +16,16 @@ namespace gdn::sm90 {
 
 constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be asked (plan on a CPU host)
 
-// What the plan reads of a call: the number of sequences and the head sizes.
+// What the plan reads of a call: the number of sequences and tokens, and the head sizes.
 struct Batch {
-  int64_t sequences = 0;
+  int64_t sequences = 0, tokens = 0;
   int HV = 0, K = 0, V = 0;
   static Batch of(const Shape& s);
 };
 
 struct Plan {
-  int block_v = 128;       // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp); v2: 64 or 32
-  int kernel = kKernelV1;  // kKernelV1 (kernel.cuh) or kKernelV2 (kernel_v2.cuh)
+  int block_v = 128;       // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp); v2, v3: 64 or 32
+  int kernel = kKernelV1;  // kKernelV1 (kernel.cuh), kKernelV2 (kernel_v2.cuh) or kKernelV3 (prep_kernel.cuh, kernel_v3.cuh)
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -47,18 +47,18 @@ std::string unsupported_reason(const Shape& s);
 // cores) but repeats the chunk's state-independent work (K K^T, the inverse, Q K^T) once per
 // V-block. v2 has no block_v 128: 8 state warps and 4 prep warps would not fit 255 registers a lane.
 Plan choose(const Batch& b, int sm_count, int kernel);
-// The default: v2 where its grid fits one wave, else v1 (H200, 2026-11-25, one call: v2 16.1 vs
-// v1 17.5 us per chunk on 16/32 1x8192 at block_v 32; 16/64 4096x8, two waves, v2 at block_v 64
-// 8.43 ms against v1 at 128 4.04 ms: docs/notes/prefill-sm90.md).
+// The default: kernel v3 (H200, 2026-11-25, one call, ms v1 / v2 / v3: 16/32 1x32768 5.387 /
+// 4.727 / 1.911; 16/32 1x2048 0.347 / 0.306 / 0.134; 16/64 4096x8 2.668 / 4.800 / 2.635; 16/32
+// 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
-// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2
+// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3
 // (0 where not given); throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
-// malformed spec or a plan no kernel has (v2 with block_v 128).
+// malformed spec or a plan no kernel has (v2 or v3 with block_v 128).
 Plan apply_override(const Plan& chosen, std::string_view spec);
 // choose() for the override's kernel (else the default choice), then its block_v, when
 // GDNBENCH_SM90_PLAN is set.

@@ -14,6 +14,9 @@
 // c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
 // Kernel v2 (prep warps prepare chunk c + 1 while the state warps advance chunk c): S = 3 stages
 // (the state warps read chunk c, the prep warps chunk c + 1, chunk c + 2 is copied in), B = 2.
+// Kernel v3, two kernels: the preparation kernel (one chunk per CTA: S = B = 1, no v) writes A_g,
+// P_g and the scalars of every chunk to a workspace (workspace.h); the scan kernel copies them
+// in with q, k and v, so a stage holds all of them (S = B = 3, one index) and there is no lt or x.
 #pragma once
 
 namespace gdn::sm90 {
@@ -27,15 +30,18 @@ constexpr int kLtStride = kChunk + 1;            // fp32 row stride of lt (odd: 
 constexpr int kXStride = 17;
 
 // The kernel versions (Plan::kernel): v1 runs the chunk's phases one after another with the whole
-// CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead).
-constexpr int kKernelV1 = 1, kKernelV2 = 2;
-constexpr int kPrepWarps = 4;  // v2: the warps preparing the next chunk, after the state warps
+// CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead), v3 prepares
+// every chunk in a kernel of its own, then scans (state warps and load warps). kPrepKernel names
+// the layout of v3's preparation kernel.
+constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kPrepKernel = 10;
+constexpr int kPrepWarps = 4;  // v2: the warps preparing the next chunk, after the state warps; v3: the load warps
+constexpr int kPrepKernelThreads = 128;
 
 // Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
 // ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
 constexpr int warps_for(int block_v, int kernel = kKernelV1) {
-  return kernel == kKernelV2 ? block_v / kColsPerWarp + kPrepWarps
-                             : (block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4);
+  return kernel == kKernelV2 || kernel == kKernelV3 ? block_v / kColsPerWarp + kPrepWarps
+                                                    : (block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4);
 }
 constexpr int v_row_elems(int block_v) { return block_v + 8; }
 
@@ -55,8 +61,8 @@ constexpr unsigned qk_offset(int row, int col) {
 // eu = rk e^(G - gam) (scales V_d into the state update), g (the decay before the cumsum).
 enum Scalar { kBeta, kGam, kRk, kRq, kEk, kEq, kEu, kG, kNumScalars };
 
-constexpr int stages_of(int kernel) { return kernel == kKernelV2 ? 3 : 2; }
-constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV2 ? 2 : 1; }
+constexpr int stages_of(int kernel) { return kernel == kKernelV2 || kernel == kKernelV3 ? 3 : kernel == kPrepKernel ? 1 : 2; }
+constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 ? 3 : kernel == kKernelV2 ? 2 : 1; }
 constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G (padded)
 
 struct SmemLayout {
@@ -69,10 +75,11 @@ struct SmemLayout {
     k0 = at, at += stages * kQKTileBytes;
     ag0 = at, at += buffers * kHalfTileBytes;
     pg0 = at, at += buffers * kHalfTileBytes;
-    v_stage = kChunk * v_row_elems(block_v) * 2;
+    v_stage = block_v > 0 ? kChunk * v_row_elems(block_v) * 2 : 0;
     v0 = at, at += stages * v_stage;
-    lt = at, at += kChunk * kLtStride * 4;
-    x = at, at += 3 * 16 * kXStride * 4;
+    const bool inverts = kernel != kKernelV3;  // the scan of v3 reads A_g, it does not invert
+    lt = at, at += inverts ? kChunk * kLtStride * 4 : 0;
+    x = at, at += inverts ? 3 * 16 * kXStride * 4 : 0;
     scalars0 = at, at += buffers * kScalarBytes;
     bytes = at;
   }
@@ -88,6 +95,8 @@ struct SmemLayout {
 };
 
 static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
+static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
+static_assert(3 * SmemLayout(0, kPrepKernel).bytes <= 227 * 1024, "three preparation CTAs per SM must fit");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
 static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
 static_assert(SmemLayout(64, kKernelV2).ag0 % 1024 == 0 && SmemLayout(64, kKernelV2).pg0 % 1024 == 0,

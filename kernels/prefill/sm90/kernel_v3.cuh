@@ -1,0 +1,108 @@
+// Kernel v3, second of its two kernels: the scan. The same CTA work and state warps as v1 and v2
+// (cta_work.cuh, state_warp.cuh), but a chunk's preparation is already in the workspace
+// (prep_kernel.cuh), so the state chain is all that is left in series. Warps 0 .. BV / 16 - 1 own
+// the state; the kPrepWarps after them only load. Step i of the loop:
+//   load warps    copy chunk i + 1 (q, k, v and its workspace slot: A_g, P_g, the scalars) into
+//                 stage (i + 1) % 3, wait for chunk i, convert its bf16 q/k to f16 in place
+//   state warps   advance the state through chunk i - 1 (stage (i - 1) % 3)
+// and one CTA barrier ends the step. The arithmetic is v1's, element for element, so v3 gives
+// v1's bits (GPU test).
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "common/gdn_math.cuh"
+#include "common/ptx/cp_async.cuh"
+#include "common/ptx/named_barrier.cuh"
+#include "prefill/op.h"
+#include "prefill/sm90/chunk_load.cuh"
+#include "prefill/sm90/cta_work.cuh"
+#include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/state_warp.cuh"
+#include "prefill/sm90/workspace.h"
+
+namespace gdn::sm90 {
+
+constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
+
+// Workspace slot `slot` of value head h into stage `stage` (the layouts match byte for byte).
+template <int BV, int NT>
+__device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
+                                          int tid) {
+  constexpr SmemLayout L(BV, kKernelV3);
+  const uint8_t* in = ws + (slot * HV + h) * int64_t(kSlotBytes);
+  for (int e = tid; e < kSlotBytes / 16; e += NT) {
+    const int at = 16 * e;
+    uint8_t* dst = at < kSlotPg        ? smem + L.ag(stage) + at
+                   : at < kSlotScalars ? smem + L.pg(stage) + (at - kSlotPg)
+                                       : smem + L.scalars(stage) + (at - kSlotScalars);
+    ptx::cp_async_16_zfill(dst, in + at, true);
+  }
+}
+
+// bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside
+// f16's range, as the preparation converts them).
+template <class In, int BV, int NT> __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
+  constexpr SmemLayout L(BV, kKernelV3);
+  static_assert(L.k0 == L.q0 + 3 * kQKTileBytes, "q stages, then k stages");
+  for (int e = tid; e < 2 * kQKTileBytes / 16; e += NT) {
+    const int at = 16 * e;
+    uint4* p = reinterpret_cast<uint4*>(smem + (at < kQKTileBytes ? L.q(stage) + at : L.k(stage) + at - kQKTileBytes));
+    uint4 w = *p;
+    uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = pack_f16x2(dev::lo16<In>(x[i]), dev::hi16<In>(x[i]));
+    *p = make_uint4(x[0], x[1], x[2], x[3]);
+  }
+}
+
+template <class In, int BV>
+__global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
+    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws) {
+  static_assert(BV == 32 || BV == 64, "v3: state warps and load warps share 255 registers a lane (8 warps at most)");
+  constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const int tid = int(threadIdx.x), warp = tid >> 5;
+  const CtaWork w = CtaWork::of(a, v_blocks, BV);
+  const bool is_state = warp < kStateWarps;
+  const int ltid = tid - kStateWarps * 32;
+  const int64_t slot0 = first_slot(w.bos, w.n);
+
+  StateWarp<In, BV, kKernelV3> st;
+  st.lane = tid & 31;
+  st.lc = warp * kColsPerWarp;
+  if (is_state) st.load(a, w.n, w.h, w.vcol0);
+
+  auto load = [&](int c) {
+    load_chunk<BV, kKernelV3, NL>(smem, c % 3, a, w.row0_of(c), w.rows_of(c), w.hk, w.h, w.vcol0, ltid);
+    load_slot<BV, NL>(smem, c % 3, ws, slot0 + c, a.HV, w.h, ltid);
+  };
+  if (!is_state) {
+    if (w.chunks > 0) load(0);
+    __pipeline_commit();
+  }
+  for (int i = 0; i <= w.chunks; ++i) {
+    if (is_state) {
+      if (i > 0) {
+        const int c = i - 1;
+        st.chunk(smem, c % 3, c % 3, w.rows_of(c), w.row0_of(c), a, w.h, w.vcol0);
+      }
+    } else if (i < w.chunks) {
+      if (i + 1 < w.chunks) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
+      __pipeline_commit();
+      __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
+      if constexpr (!std::is_same_v<In, __half>) {
+        ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
+        qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+      }
+    }
+    __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
+  }
+  if (is_state) st.store(a, w.n, w.h, w.vcol0);
+}
+
+}  // namespace gdn::sm90
