@@ -10,6 +10,7 @@
 
 #include "core/registry.h"
 #include "prefill/sm90/plan.h"
+#include "prefill/sm90/lane_offsets.h"
 #include "prefill/sm90/workspace.h"
 #include "prefill/sm90/smem_layout.h"
 #include "test_support.h"
@@ -131,7 +132,16 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
     std::vector<Region> regions;
     if (b.kernel != sm90::kKernelV3)  // v3's scan reads A_g from the workspace: no inverse
       regions = {{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}, {L.x, 3 * 16 * sm90::kXStride * 4, 16}};
-    for (int st = 0; st < L.stages; ++st) {
+    if (b.kernel == sm90::kPrepKernel) {
+      // L, x and P_g are written over q and k once the products are in registers: q and k are
+      // checked against what is live with them (A_g's region, the scalars) below, not here.
+      for (const Region r : {Region{L.q(0), sm90::kQKTileBytes, 1024}, Region{L.k(0), sm90::kQKTileBytes, 1024}})
+        for (const Region o : {Region{L.ag(0), sm90::kHalfTileBytes, 1}, Region{L.scalars(0), sm90::kScalarBytes, 1}})
+          EXPECT_TRUE(r.at + r.bytes <= o.at || o.at + o.bytes <= r.at) << "q/k against A_g or the scalars";
+      EXPECT_EQ(L.k(0), L.q(0) + sm90::kQKTileBytes);
+      EXPECT_LE(L.pg(0) + sm90::kHalfTileBytes, 2 * sm90::kQKTileBytes);
+    }
+    for (int st = 0; b.kernel != sm90::kPrepKernel && st < L.stages; ++st) {
       regions.push_back({L.q(st), sm90::kQKTileBytes, 1024});
       regions.push_back({L.k(st), sm90::kQKTileBytes, 1024});
       regions.push_back({L.v(st), L.v_stage, 16});
@@ -150,6 +160,29 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
             << "regions " << i << " and " << j << " overlap at block_v " << bv;
     }
     EXPECT_EQ(sm90::v_row_elems(bv) * 2 % 16, 0) << "v rows keep 16-byte pieces aligned";
+  }
+}
+
+// The kernels' ldmatrix addresses (lane_offsets.h) against qk_offset of the rows fragments.cuh's
+// a_rows / b_rows / bt_rows name, for every lane, k-step and tile, on a 1024-byte aligned base.
+TEST(Sm90Plan, LaneOffsetsGiveTheSwizzledAddresses) {
+  for (const uint32_t base : {0u, 1024u, 7u * 1024u}) {
+    for (int lane = 0; lane < 32; ++lane) {
+      for (int kk = 0; kk < 8; ++kk)
+        for (int np = 0; np < 4; ++np) {
+          const uint32_t k_side = sm90::half_of(kk) + uint32_t(np) * 2048;
+          EXPECT_EQ(((base + sm90::a_lane(lane)) ^ sm90::xor_of(kk)) + k_side,
+                    base + sm90::qk_offset(16 * np + (lane & 15), 16 * kk + 8 * (lane >> 4)))
+              << "a, lane " << lane << " kk " << kk << " rb " << np;
+          EXPECT_EQ(((base + sm90::b_lane(lane)) ^ sm90::xor_of(kk)) + k_side,
+                    base + sm90::qk_offset(16 * np + 8 * (lane >> 4) + (lane & 7), 16 * kk + 8 * ((lane >> 3) & 1)))
+              << "b, lane " << lane << " kk " << kk << " np " << np;
+          // bt: token k-step np (0..3) down the rows, head-dim pair kk (0..7) across the columns.
+          EXPECT_EQ(((base + sm90::bt_lane(lane)) ^ sm90::xor_of(kk)) + sm90::half_of(kk) + uint32_t(np) * 2048,
+                    base + sm90::qk_offset(16 * np + 8 * ((lane >> 3) & 1) + (lane & 7), 16 * kk + 8 * (lane >> 4)))
+              << "bt, lane " << lane << " kk " << kk << " np " << np;
+        }
+    }
   }
 }
 

@@ -21,16 +21,24 @@ namespace gdn::sm90 {
 template <int BV, int Ver, int NT>
 __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int hk,
                                         int tid) {
+  static_assert(NT % 128 == 0, "a thread keeps one 16-byte column piece and a row residue mod 8");
   constexpr SmemLayout L(BV, Ver);
-  uint8_t* qs = smem + L.q(stage);
-  uint8_t* ks = smem + L.k(stage);
-  constexpr int kRowPieces = kHeadDim / 8;  // 16-byte pieces of a q/k row
-  for (int e = tid; e < kChunk * kRowPieces; e += NT) {
-    const int r = e / kRowPieces, c = e % kRowPieces;
+  constexpr int kRowPieces = kHeadDim / 8, kRowsPerPass = NT / kRowPieces;  // 16-byte pieces of a q/k row
+  // Thread tid copies piece c of rows r0, r0 + kRowsPerPass, ...: the same swizzle residue, so
+  // the shared offsets differ by constants, and the global ones by a multiple of a row.
+  const int c = tid % kRowPieces, r0 = tid / kRowPieces;
+  const uint32_t s_at = smem_u32(smem) + qk_offset(r0, c * 8);
+  const int64_t row_elems = int64_t(a.H) * kHeadDim;
+  const uint16_t* q = a.q + (row0 * a.H + hk) * kHeadDim + c * 8;
+  const uint16_t* k = a.k + (row0 * a.H + hk) * kHeadDim + c * 8;
+#pragma unroll
+  for (int m = 0; m < kChunk / kRowsPerPass; ++m) {
+    const int r = r0 + m * kRowsPerPass;
     const bool valid = r < rows;
-    const int64_t off = ((row0 + (valid ? r : 0)) * a.H + hk) * kHeadDim + c * 8;
-    ptx::cp_async_16_zfill(qs + qk_offset(r, c * 8), a.q + off, valid);
-    ptx::cp_async_16_zfill(ks + qk_offset(r, c * 8), a.k + off, valid);
+    const int64_t off = valid ? r * row_elems : 0;
+    const uint32_t dst = s_at + uint32_t(m * kRowsPerPass * 128);
+    ptx::cp_async_16_zfill(dst + L.q(stage), q + off, valid);
+    ptx::cp_async_16_zfill(dst + L.k(stage), k + off, valid);
   }
 }
 
@@ -39,13 +47,17 @@ template <int BV, int Ver, int NT>
 __device__ __forceinline__ void load_v(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int h,
                                        int vcol0, int tid) {
   constexpr SmemLayout L(BV, Ver);
-  uint8_t* vs = smem + L.v(stage);
-  constexpr int kVPieces = BV / 8;
-  for (int e = tid; e < kChunk * kVPieces; e += NT) {
-    const int r = e / kVPieces, c = e % kVPieces;
+  constexpr int kVPieces = BV / 8, kRowsPerPass = NT / kVPieces;
+  static_assert(NT % kVPieces == 0 && kChunk % kRowsPerPass == 0, "whole rows per pass");
+  const int c = tid % kVPieces, r0 = tid / kVPieces;
+  const uint32_t s_at = smem_u32(smem) + L.v(stage) + uint32_t((r0 * v_row_elems(BV) + c * 8) * 2);
+  const int64_t row_elems = int64_t(a.HV) * kHeadDim;
+  const uint16_t* v = a.v + (row0 * a.HV + h) * kHeadDim + vcol0 + c * 8;
+#pragma unroll
+  for (int m = 0; m < kChunk / kRowsPerPass; ++m) {
+    const int r = r0 + m * kRowsPerPass;
     const bool valid = r < rows;
-    const int64_t off = ((row0 + (valid ? r : 0)) * a.HV + h) * kHeadDim + vcol0 + c * 8;
-    ptx::cp_async_16_zfill(vs + (r * v_row_elems(BV) + c * 8) * 2, a.v + off, valid);
+    ptx::cp_async_16_zfill(s_at + uint32_t(m * kRowsPerPass * v_row_elems(BV) * 2), v + (valid ? r * row_elems : 0), valid);
   }
 }
 

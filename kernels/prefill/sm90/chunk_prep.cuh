@@ -50,19 +50,19 @@ template <int BV, int Ver> __device__ __forceinline__ float* scalar_vec(uint8_t*
   return reinterpret_cast<float*>(smem + SmemLayout(BV, Ver).scalars(buf)) + int(which) * kChunk;
 }
 
-// Sum of squares of the eight 16-bit values of w, added to acc; then w converted to f16 in place
-// (the MMA type: exact for bf16 values inside f16's range).
-template <class In> __device__ __forceinline__ float sum_sq_to_f16(uint4& w, float acc) {
+// Sums of squares of the eight 16-bit values of w, the low halves added to acc[0] and the high
+// ones to acc[1] (two chains of half the length); then w converted to f16 in place (the MMA type:
+// exact for bf16 values inside f16's range).
+template <class In> __device__ __forceinline__ void sum_sq_to_f16(uint4& w, float (&acc)[2]) {
   uint32_t x[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float lo = dev::lo16<In>(x[i]), hi = dev::hi16<In>(x[i]);
-    acc = fmaf(lo, lo, acc);
-    acc = fmaf(hi, hi, acc);
+    acc[0] = fmaf(lo, lo, acc[0]);
+    acc[1] = fmaf(hi, hi, acc[1]);
     x[i] = pack_f16x2(lo, hi);
   }
   w = make_uint4(x[0], x[1], x[2], x[3]);
-  return acc;
 }
 
 // Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
@@ -80,27 +80,28 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
     sv(kG)[tid] = valid ? gt.g : 0.f;
     sv(kBeta)[tid] = valid ? gt.beta : 0.f;
   }
-  // Inverse norms of the 64 k rows, then the 64 q rows: four threads per row, 32 columns each,
-  // combined by two shuffles; bf16 rows are rewritten as f16 on the way. A row's 16-byte pieces
-  // are visited from a row-dependent start, so the 32 loads of a warp (8 rows x 4 quarters) fall
-  // on every bank evenly (4 wavefronts, the least 512 bytes take); from piece 0 in every row they
-  // took 32. The order of a sum does not matter here.
+  // Inverse norms of the 64 k rows, then the 64 q rows: four threads per row, four 16-byte
+  // pieces each, combined by two shuffles; bf16 rows are rewritten as f16 on the way. Thread
+  // (row, q) reads at step c piece (2 q + row % 2 + c % 2) % 8 of half c / 2: a 16-byte access is
+  // served eight lanes (two rows) at a time, and those eight hit eight different bank groups (the
+  // halves are 8 KiB apart, on the same banks). The order of a sum does not matter here.
   for (int e = tid; e < 8 * kChunk; e += NT) {
     const bool is_q = e >= 4 * kChunk;
     const int row = (e >> 2) & (kChunk - 1), quarter = e & 3;
-    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + (quarter >> 1) * kHalfTileBytes + row * 128;
-    float ss = 0.f;
+    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + row * 128;
+    float ss[2] = {0.f, 0.f};
 #pragma unroll
     for (int c = 0; c < 4; ++c) {
-      uint8_t* piece = p + 16 * (((quarter & 1) * 4 + c + row) & 7);
+      uint8_t* piece = p + (c >> 1) * kHalfTileBytes + 16 * ((2 * quarter + (row & 1) + (c & 1)) & 7);
       uint4 w = *reinterpret_cast<const uint4*>(piece);
-      ss = sum_sq_to_f16<In>(w, ss);
+      sum_sq_to_f16<In>(w, ss);
       if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(piece) = w;
     }
-    ss += __shfl_xor_sync(0xffffffffu, ss, 1);
-    ss += __shfl_xor_sync(0xffffffffu, ss, 2);
+    float sum = ss[0] + ss[1];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (quarter == 0) {
-      const float inv = a.l2norm ? 1.f / sqrtf(ss + kL2NormEpsF) : 1.f;
+      const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
       sv(is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
     }
   }
@@ -134,34 +135,40 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
 }
 
 // One row block of L (IsQ false) or of P_g (IsQ true): rows 16 RB .. 16 RB + 15 against the
-// n-tiles on or below the diagonal, on tensor cores, then scaled in fp32 and stored; the row block
-// is a template argument so the loops unroll with no guards, and the masks are selects.
+// n-tiles on or below the diagonal, on tensor cores into acc (product_mma), then scaled in fp32
+// and stored (product_store); the row block is a template argument so the loops unroll with no
+// guards, and the masks are selects.
+template <int RB> using RowBlockAcc = float[2 * RB + 2][4];
+
 template <bool IsQ, int RB, int BV, int Ver>
-__device__ __forceinline__ void product_rows(int lane, uint8_t* smem, int stage, int buf, float scale) {
+__device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, RowBlockAcc<RB>& acc) {
+  constexpr SmemLayout L(BV, Ver);
+  const uint32_t s0 = smem_u32(smem);
+  const uint32_t a_base = s0 + (IsQ ? L.q(stage) : L.k(stage)) + a_lane(lane), b_base = s0 + L.k(stage) + b_lane(lane);
+  zero(acc);
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
+    uint32_t af[4];
+    ptx::ldmatrix_x4(af, ((a_base ^ xor_of(kk)) + half_of(kk)) + uint32_t(RB) * 2048);
+    const uint32_t b_kk = (b_base ^ xor_of(kk)) + half_of(kk);
+#pragma unroll
+    for (int np = 0; np <= RB; ++np) {
+      uint32_t bf[4];
+      ptx::ldmatrix_x4(bf, b_kk + uint32_t(np) * 2048);
+      mma(acc[2 * np], af, bf[0], bf[1]);
+      mma(acc[2 * np + 1], af, bf[2], bf[3]);
+    }
+  }
+}
+
+template <bool IsQ, int RB, int BV, int Ver>
+__device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale, const RowBlockAcc<RB>& acc) {
   constexpr SmemLayout L(BV, Ver);
   const int g = lane >> 2, t = lane & 3;
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
   const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
   const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
-  const uint8_t* kt = smem + L.k(stage);
-  const uint8_t* at = IsQ ? smem + L.q(stage) : kt;
-  float acc[2 * RB + 2][4];
-  zero(acc);
-#pragma unroll
-  for (int kk = 0; kk < kHeadDim / 16; ++kk) {
-    uint32_t af[4];
-    const RowCol ar = a_rows(lane, 16 * RB, 16 * kk);
-    ptx::ldmatrix_x4(af, at + qk_offset(ar.row, ar.col));
-#pragma unroll
-    for (int np = 0; np <= RB; ++np) {
-      uint32_t bf[4];
-      const RowCol br = b_rows(lane, 16 * np, 16 * kk);
-      ptx::ldmatrix_x4(bf, kt + qk_offset(br.row, br.col));
-      mma(acc[2 * np], af, bf[0], bf[1]);
-      mma(acc[2 * np + 1], af, bf[2], bf[3]);
-    }
-  }
   float* lt = reinterpret_cast<float*>(smem + L.lt);
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
@@ -186,23 +193,53 @@ __device__ __forceinline__ void product_rows(int lane, uint8_t* smem, int stage,
   }
 }
 
+// Two tasks of one warp: both products into registers, a group barrier (every warp's products
+// are done, so the q/k tiles are dead: the preparation kernel's layout puts L and P_g over
+// them), then both stores.
+template <bool QA, int RA, bool QB, int RBb, int BV, int Ver, class Grp>
+__device__ __forceinline__ void product_pair(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+  const int lane = grp.tid & 31;
+  RowBlockAcc<RA> a;
+  RowBlockAcc<RBb> b;
+  product_mma<QA, RA, BV, Ver>(lane, smem, stage, a);
+  product_mma<QB, RBb, BV, Ver>(lane, smem, stage, b);
+  grp.sync();
+  product_store<QA, RA, BV, Ver>(lane, smem, buf, scale, a);
+  product_store<QB, RBb, BV, Ver>(lane, smem, buf, scale, b);
+}
+template <bool Q, int R, int BV, int Ver, class Grp>
+__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+  const int lane = grp.tid & 31;
+  RowBlockAcc<R> a;
+  product_mma<Q, R, BV, Ver>(lane, smem, stage, a);
+  grp.sync();
+  product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a);
+}
+
 // L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
 // rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
-// the tasks go out in the order K3 Q3 K2 Q2 K0 Q0 K1 Q1, so four warps get 5 pairs each (in
-// the order K0..K3 Q0..Q3 one of them got 4 + 4). Ends without a barrier.
+// four warps take K3 + K0, Q3 + Q0, K2 + K1, Q2 + Q1 (5 pairs each), eight warps one task each.
+// Contains a group barrier between the products and the stores; ends without one.
 template <class In, int BV, int Ver, class Grp>
 __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  const int lane = grp.tid & 31;
-  for (int task = grp.warp(); task < 8; task += Grp::kWarps) {
-    switch (task) {
-      case 0: product_rows<false, 3, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 1: product_rows<true, 3, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 2: product_rows<false, 2, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 3: product_rows<true, 2, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 4: product_rows<false, 0, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 5: product_rows<true, 0, BV, Ver>(lane, smem, stage, buf, scale); break;
-      case 6: product_rows<false, 1, BV, Ver>(lane, smem, stage, buf, scale); break;
-      default: product_rows<true, 1, BV, Ver>(lane, smem, stage, buf, scale); break;
+  static_assert(Grp::kWarps == 4 || Grp::kWarps == 8, "four or eight warps share the eight tasks");
+  if constexpr (Grp::kWarps == 4) {
+    switch (grp.warp()) {
+      case 0: product_pair<false, 3, false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 1: product_pair<true, 3, true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 2: product_pair<false, 2, false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+      default: product_pair<true, 2, true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+    }
+  } else {
+    switch (grp.warp()) {
+      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
     }
   }
 }
@@ -285,10 +322,12 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
   const float* lt = reinterpret_cast<const float*>(smem + L.lt);
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
-  for (int e = grp.tid; e < kChunk * kChunk / 2; e += Grp::kThreads) {
-    const int i = e / (kChunk / 2), j = 2 * (e % (kChunk / 2));
+  // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its gam and
+  // beta pair are loaded once.
+  const int j = 2 * (grp.tid & 31);
+  const float2 gj = *reinterpret_cast<const float2*>(gam + j), bj = *reinterpret_cast<const float2*>(beta + j);
+  for (int i = grp.tid >> 5; i < kChunk; i += Grp::kWarps) {
     const float gi = gam[i];
-    const float2 gj = *reinterpret_cast<const float2*>(gam + j), bj = *reinterpret_cast<const float2*>(beta + j);
     // Above the diagonal lt holds stale values: computed, then selected away.
     const float a0 = exp_nonpos(gi - gj.x) * lt[i * kLtStride + j] * bj.x;
     const float a1 = exp_nonpos(gi - gj.y) * lt[i * kLtStride + j + 1] * bj.y;

@@ -17,6 +17,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/mma_sync_bf16.cuh"
+#include "prefill/sm90/lane_offsets.h"
 #include "prefill/sm90/smem_layout.h"
 
 namespace gdn::sm90 {
@@ -74,5 +75,7 @@ __device__ __forceinline__ RowCol b_rows(int lane, int r0, int c0) {
 __device__ __forceinline__ RowCol bt_rows(int lane, int r0, int c0) {
   return {r0 + 8 * ((lane >> 3) & 1) + (lane & 7), c0 + 8 * (lane >> 4)};
 }
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 
 }  // namespace gdn::sm90

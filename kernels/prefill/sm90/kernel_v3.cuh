@@ -29,19 +29,18 @@ namespace gdn::sm90 {
 
 constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 
-// Workspace slot `slot` of value head h into stage `stage` (the layouts match byte for byte).
+// Workspace slot `slot` of value head h into stage `stage`: the stage's buffer is the slot as it
+// lies in the workspace, so this is one contiguous copy.
 template <int BV, int NT>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
-  const uint8_t* in = ws + (slot * HV + h) * int64_t(kSlotBytes);
-  for (int e = tid; e < kSlotBytes / 16; e += NT) {
-    const int at = 16 * e;
-    uint8_t* dst = at < kSlotPg        ? smem + L.ag(stage) + at
-                   : at < kSlotScalars ? smem + L.pg(stage) + (at - kSlotPg)
-                                       : smem + L.scalars(stage) + (at - kSlotScalars);
-    ptx::cp_async_16_zfill(dst, in + at, true);
-  }
+  static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a slot");
+  const uint8_t* in = ws + (slot * HV + h) * int64_t(kSlotBytes) + 16 * tid;
+  const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
+#pragma unroll
+  for (int m = 0; m < (kSlotBytes / 16 + NT - 1) / NT; ++m)
+    if (m * NT + tid < kSlotBytes / 16) ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
 }
 
 // bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside

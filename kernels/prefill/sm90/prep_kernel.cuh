@@ -3,7 +3,7 @@
 // chunk, copies the chunk's q and k in, and runs the same preparation as kernels v1 and v2
 // (chunk_prep.cuh: scalars, K K^T and Q K^T, the gate-free inverse, A_g), then writes A_g, P_g
 // and the scalars to its slot. Nothing here waits for another chunk, so the whole batch runs in
-// parallel, three CTAs per SM; the scan kernel (kernel_v3.cuh) then carries only the state chain.
+// parallel, four CTAs per SM; the scan kernel (kernel_v3.cuh) then carries only the state chain.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -20,7 +20,7 @@
 namespace gdn::sm90 {
 
 template <class In>
-__global__ void __launch_bounds__(kPrepKernelThreads, 3) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
+__global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];

@@ -14,9 +14,11 @@
 // c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
 // Kernel v2 (prep warps prepare chunk c + 1 while the state warps advance chunk c): S = 3 stages
 // (the state warps read chunk c, the prep warps chunk c + 1, chunk c + 2 is copied in), B = 2.
-// Kernel v3, two kernels: the preparation kernel (one chunk per CTA: S = B = 1, no v) writes A_g,
+// Kernel v3, two kernels: the preparation kernel (one chunk per CTA: S = B = 1, no v; L, the
+// inverse's scratch and P_g are written over q and k once the products are in registers) writes A_g,
 // P_g and the scalars of every chunk to a workspace (workspace.h); the scan kernel copies them
-// in with q, k and v, so a stage holds all of them (S = B = 3, one index) and there is no lt or x.
+// in with q, k and v, so a stage holds all of them (S = B = 3, one index), a buffer is a slot as
+// it lies in the workspace (one contiguous copy), and there is no lt or x.
 #pragma once
 
 namespace gdn::sm90 {
@@ -68,19 +70,34 @@ constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, the
 struct SmemLayout {
   int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, x = 0, scalars0 = 0, bytes = 0;
   int stages = 2, buffers = 1;
+  int slot_stride = 0;  // v3: one buffer is [A_g | P_g | scalars], a workspace slot as it lies in memory
   constexpr explicit SmemLayout(int block_v, int kernel = kKernelV1)
       : stages(stages_of(kernel)), buffers(prep_buffers_of(kernel)) {
+    if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
+      q0 = 0, k0 = kQKTileBytes;
+      lt = 0, x = kChunk * kLtStride * 4;                          // over q (and the start of k)
+      pg0 = (x + 3 * 16 * kXStride * 4 + 1023) / 1024 * 1024;      // over k
+      ag0 = 2 * kQKTileBytes, scalars0 = ag0 + kHalfTileBytes;     // A_g is built while L is read
+      v0 = scalars0 + kScalarBytes, bytes = v0;
+      return;
+    }
     int at = 0;
     q0 = at, at += stages * kQKTileBytes;
     k0 = at, at += stages * kQKTileBytes;
-    ag0 = at, at += buffers * kHalfTileBytes;
-    pg0 = at, at += buffers * kHalfTileBytes;
+    if (kernel == kKernelV3) {
+      slot_stride = (2 * kHalfTileBytes + kScalarBytes + 1023) / 1024 * 1024;  // tiles stay 1 KiB aligned
+      ag0 = at, pg0 = at + kHalfTileBytes, scalars0 = at + 2 * kHalfTileBytes;
+      at += buffers * slot_stride;
+    } else {
+      ag0 = at, at += buffers * kHalfTileBytes;
+      pg0 = at, at += buffers * kHalfTileBytes;
+    }
     v_stage = block_v > 0 ? kChunk * v_row_elems(block_v) * 2 : 0;
     v0 = at, at += stages * v_stage;
     const bool inverts = kernel != kKernelV3;  // the scan of v3 reads A_g, it does not invert
     lt = at, at += inverts ? kChunk * kLtStride * 4 : 0;
     x = at, at += inverts ? 3 * 16 * kXStride * 4 : 0;
-    scalars0 = at, at += buffers * kScalarBytes;
+    if (kernel != kKernelV3) scalars0 = at, at += buffers * kScalarBytes;
     bytes = at;
   }
   // Stage and buffer offsets by arithmetic (an array indexed by a run-time stage would live in
@@ -88,15 +105,16 @@ struct SmemLayout {
   constexpr int q(int stage) const { return q0 + stage * kQKTileBytes; }
   constexpr int k(int stage) const { return k0 + stage * kQKTileBytes; }
   constexpr int v(int stage) const { return v0 + stage * v_stage; }
-  constexpr int ag(int buf) const { return ag0 + buf * kHalfTileBytes; }
-  constexpr int pg(int buf) const { return pg0 + buf * kHalfTileBytes; }
-  constexpr int scalars(int buf) const { return scalars0 + buf * kScalarBytes; }
+  constexpr int ag(int buf) const { return ag0 + buf * (slot_stride > 0 ? slot_stride : kHalfTileBytes); }
+  constexpr int pg(int buf) const { return pg0 + buf * (slot_stride > 0 ? slot_stride : kHalfTileBytes); }
+  constexpr int scalars(int buf) const { return scalars0 + buf * (slot_stride > 0 ? slot_stride : kScalarBytes); }
   constexpr int exp_G(int buf) const { return scalars(buf) + kNumScalars * kChunk * 4; }
 };
 
 static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
 static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
-static_assert(3 * SmemLayout(0, kPrepKernel).bytes <= 227 * 1024, "three preparation CTAs per SM must fit");
+static_assert(4 * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "four preparation CTAs per SM must fit");
+static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
 static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
 static_assert(SmemLayout(64, kKernelV2).ag0 % 1024 == 0 && SmemLayout(64, kKernelV2).pg0 % 1024 == 0,

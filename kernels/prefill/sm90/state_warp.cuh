@@ -57,17 +57,18 @@ template <class In, int BV, int Ver> struct StateWarp {
   // acc += src m^T over the chunk's 64 tokens, src as accumulator tiles (rounded to f16 for the
   // A operand), m a [64][64] f16 tile, lower triangular (m[i][j] = 0 for j > i): token k-step kk
   // meets output tiles 2 np, 2 np + 1 only for np >= kk.
+  // m_lane: the tile's shared address plus b_lane(lane) (lane_offsets.h).
   __device__ __forceinline__ void times_lower_transposed(float (&acc)[8][4], const float (&src)[8][4],
-                                                         const uint8_t* m) const {
+                                                         uint32_t m_lane) const {
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       uint32_t a[4];
       acc_to_a(src[2 * kk], src[2 * kk + 1], a);
+      const uint32_t row_kk = m_lane ^ xor_of(kk);
 #pragma unroll
       for (int np = kk; np < 4; ++np) {
         uint32_t b[4];
-        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
-        ptx::ldmatrix_x4(b, m + swizzle128(br.row, br.col));
+        ptx::ldmatrix_x4(b, row_kk + uint32_t(np) * 2048);
         mma(acc[2 * np], a, b[0], b[1]);
         mma(acc[2 * np + 1], a, b[2], b[3]);
       }
@@ -81,8 +82,8 @@ template <class In, int BV, int Ver> struct StateWarp {
     constexpr SmemLayout L(BV, Ver);
     constexpr int VR = v_row_elems(BV);
     const int g = lane >> 2, t = lane & 3;
-    const uint8_t* kt = smem + L.k(stage);
-    const uint8_t* qt = smem + L.q(stage);
+    const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
+    const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
     uint8_t* vt = smem + L.v(stage);
     const float* sc = reinterpret_cast<const float*>(smem + L.scalars(buf));
     const float* ek = sc + kEk * kChunk;
@@ -97,12 +98,12 @@ template <class In, int BV, int Ver> struct StateWarp {
     for (int kk = 0; kk < kHeadDim / 16; ++kk) {
       uint32_t as[4];
       acc_to_a(s[2 * kk], s[2 * kk + 1], as);
+      const uint32_t k_kk = (k_b ^ xor_of(kk)) + half_of(kk), q_kk = (q_b ^ xor_of(kk)) + half_of(kk);
 #pragma unroll
       for (int np = 0; np < 4; ++np) {
         uint32_t bk[4], bq[4];
-        const RowCol br = b_rows(lane, 16 * np, 16 * kk);
-        ptx::ldmatrix_x4(bk, kt + qk_offset(br.row, br.col));
-        ptx::ldmatrix_x4(bq, qt + qk_offset(br.row, br.col));
+        ptx::ldmatrix_x4(bk, k_kk + uint32_t(np) * 2048);
+        ptx::ldmatrix_x4(bq, q_kk + uint32_t(np) * 2048);
         mma(w[2 * np], as, bk[0], bk[1]);
         mma(w[2 * np + 1], as, bk[2], bk[3]);
         mma(o[2 * np], as, bq[0], bq[1]);
@@ -129,7 +130,7 @@ template <class In, int BV, int Ver> struct StateWarp {
     // V_d^T = W^T A_g^T.
     float vd[8][4];
     zero(vd);
-    times_lower_transposed(vd, w, smem + L.ag(buf));
+    times_lower_transposed(vd, w, s0 + L.ag(buf) + bl);
     // O^T = (Q S)^T diag(eq) + V_d^T P_g^T.
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -137,7 +138,7 @@ template <class In, int BV, int Ver> struct StateWarp {
       const float e0 = eq[i0], e1 = eq[i0 + 1];
       o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
     }
-    times_lower_transposed(o, vd, smem + L.pg(buf));
+    times_lower_transposed(o, vd, s0 + L.pg(buf) + bl);
     // S^T = e^G S^T + (V_d^T diag(eu)) K; eu is 0 past the last valid token.
     const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
 #pragma unroll
@@ -158,8 +159,7 @@ template <class In, int BV, int Ver> struct StateWarp {
 #pragma unroll
       for (int np = 0; np < kHeadDim / 16; ++np) {
         uint32_t b[4];
-        const RowCol br = bt_rows(lane, 16 * kk, 16 * np);
-        ptx::ldmatrix_x4_trans(b, kt + qk_offset(br.row, br.col));
+        ptx::ldmatrix_x4_trans(b, ((k_bt ^ xor_of(np)) + half_of(np)) + uint32_t(kk) * 2048);
         mma(s[2 * np], ap, b[0], b[1]);
         mma(s[2 * np + 1], ap, b[2], b[3]);
       }
