@@ -244,11 +244,16 @@ __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, in
   }
 }
 
+// Four consecutive floats of shared memory (16-byte aligned: kLtStride and kXStride are
+// multiples of 4, and so are the column offsets read this way).
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+
 // (I + L)^-1 in place in lt (64 x 64, row stride kLtStride), xs scratch of 3 x 16 x kXStride.
 // The strictly upper part of lt is never read; the diagonal blocks get their full 16 x 16 inverse
 // (ones on the diagonal, zeros above). Needs four warps or more. Ends with a group barrier.
 template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt, float* xs) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
+  static_assert(kLtStride % 4 == 0 && kXStride % 4 == 0, "rows read four floats at a time");
   constexpr int NT = Grp::kThreads;
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
   if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
@@ -259,9 +264,15 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
     for (int i = 0; i < 16; ++i) x[i] = i == c ? 1.f : 0.f;
 #pragma unroll
     for (int i = 1; i < 16; ++i) {
+      float row[16];  // row i of the block, four at a time (past j = i - 1: zeros, never used)
+#pragma unroll
+      for (int q = 0; q < (i + 3) / 4; ++q) {
+        const float4 v = ld4(blk + i * kLtStride + 4 * q);
+        row[4 * q] = v.x, row[4 * q + 1] = v.y, row[4 * q + 2] = v.z, row[4 * q + 3] = v.w;
+      }
       float sum = 0.f;
 #pragma unroll
-      for (int j = 0; j < i; ++j) sum = fmaf(blk[i * kLtStride + j], x[j], sum);
+      for (int j = 0; j < i; ++j) sum = fmaf(row[j], x[j], sum);
       if (i > c) x[i] = -sum;
     }
     __syncwarp();
@@ -273,8 +284,9 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   grp.sync();
   // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
   // blocks of columns > j are already inverses, column j still holds L until phase two. An item
-  // is four adjacent columns c0.. of row r of block row i: one load of T_ik (or X) serves four
-  // FMAs, and each element keeps its own sum in the same order (m ascending within k ascending).
+  // is four adjacent columns c0.. of row r of block row i: a 16-byte load of T_ik (or X) serves
+  // sixteen FMAs, one of L_kj (or T_jj) four, and each element keeps its own sum in the same
+  // order (m ascending within k ascending).
   for (int j = 2; j >= 0; --j) {
     const int count = (3 - j) * 64;
     for (int e = tid; e < count; e += NT) {
@@ -284,15 +296,20 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
         const float* trow = lt + (16 * i + r) * kLtStride + 16 * k;
         const float* lcol = lt + 16 * k * kLtStride + 16 * j + c0;
 #pragma unroll
-        for (int m = 0; m < 16; ++m) {
-          const float tm = trow[m];
+        for (int m4 = 0; m4 < 4; ++m4) {
+          const float4 t4 = ld4(trow + 4 * m4);
+          const float tm[4] = {t4.x, t4.y, t4.z, t4.w};
 #pragma unroll
-          for (int u = 0; u < 4; ++u) acc[u] = fmaf(tm, lcol[m * kLtStride + u], acc[u]);
+          for (int mm = 0; mm < 4; ++mm) {
+            const float4 l4 = ld4(lcol + (4 * m4 + mm) * kLtStride);
+            acc[0] = fmaf(tm[mm], l4.x, acc[0]);
+            acc[1] = fmaf(tm[mm], l4.y, acc[1]);
+            acc[2] = fmaf(tm[mm], l4.z, acc[2]);
+            acc[3] = fmaf(tm[mm], l4.w, acc[3]);
+          }
         }
       }
-      float* x = xs + (i - j - 1) * 16 * kXStride + r * kXStride + c0;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) x[u] = acc[u];
+      *reinterpret_cast<float4*>(xs + (i - j - 1) * 16 * kXStride + r * kXStride + c0) = make_float4(acc[0], acc[1], acc[2], acc[3]);
     }
     grp.sync();
     for (int e = tid; e < count; e += NT) {
@@ -301,14 +318,19 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
       const float* tjj = lt + 16 * j * kLtStride + 16 * j + c0;
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-      for (int m = 0; m < 16; ++m) {
-        const float xm = xrow[m];
+      for (int m4 = 0; m4 < 4; ++m4) {
+        const float4 x4 = ld4(xrow + 4 * m4);
+        const float xm[4] = {x4.x, x4.y, x4.z, x4.w};
 #pragma unroll
-        for (int u = 0; u < 4; ++u) acc[u] = fmaf(xm, tjj[m * kLtStride + u], acc[u]);
+        for (int mm = 0; mm < 4; ++mm) {
+          const float4 t4 = ld4(tjj + (4 * m4 + mm) * kLtStride);
+          acc[0] = fmaf(xm[mm], t4.x, acc[0]);
+          acc[1] = fmaf(xm[mm], t4.y, acc[1]);
+          acc[2] = fmaf(xm[mm], t4.z, acc[2]);
+          acc[3] = fmaf(xm[mm], t4.w, acc[3]);
+        }
       }
-      float* out = lt + (16 * i + r) * kLtStride + 16 * j + c0;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) out[u] = -acc[u];
+      *reinterpret_cast<float4*>(lt + (16 * i + r) * kLtStride + 16 * j + c0) = make_float4(-acc[0], -acc[1], -acc[2], -acc[3]);
     }
     grp.sync();
   }
@@ -323,14 +345,17 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
   // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its gam and
-  // beta pair are loaded once.
-  const int j = 2 * (grp.tid & 31);
+  // beta pair are loaded once, and the rows unroll into constant offsets.
+  const int j = 2 * (grp.tid & 31), i0 = grp.warp();
   const float2 gj = *reinterpret_cast<const float2*>(gam + j), bj = *reinterpret_cast<const float2*>(beta + j);
-  for (int i = grp.tid >> 5; i < kChunk; i += Grp::kWarps) {
+#pragma unroll
+  for (int k = 0; k < kChunk / Grp::kWarps; ++k) {
+    const int i = i0 + k * Grp::kWarps;
     const float gi = gam[i];
     // Above the diagonal lt holds stale values: computed, then selected away.
-    const float a0 = exp_nonpos(gi - gj.x) * lt[i * kLtStride + j] * bj.x;
-    const float a1 = exp_nonpos(gi - gj.y) * lt[i * kLtStride + j + 1] * bj.y;
+    const float2 l = *reinterpret_cast<const float2*>(lt + i * kLtStride + j);
+    const float a0 = exp_nonpos(gi - gj.x) * l.x * bj.x;
+    const float a1 = exp_nonpos(gi - gj.y) * l.y * bj.y;
     *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
   }
 }

@@ -7,8 +7,8 @@
 //   ag[B], pg[B] [64][64] f16 A_g = Gam * A_r * diag(beta) and P_g = scale Gam * (Q^ K^T), same swizzle
 //   v[S]        [64 tokens][block_v + 8] 16-bit, padded rows; each state warp overwrites its own
 //               columns of the current stage with its outputs o before copying them out
-//   lt          [64][65] fp32: L = StrictLower(diag(beta) K^ K^T), inverted in place into A_r
-//   x           [3][16][17] fp32: the inverse's block products
+//   lt          [64][68] fp32: L = StrictLower(diag(beta) K^ K^T), inverted in place into A_r
+//   x           [3][16][20] fp32: the inverse's block products
 //   scalars[B]  per-token fp32 vectors of the chunk (enum Scalar), then e^G (16 bytes)
 // Kernel v1 (the whole CTA prepares a chunk, then the state warps advance it): S = 2 stages (chunk
 // c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
@@ -28,8 +28,8 @@ constexpr int kHeadDim = 128;       // K = V = 128: the only head size built so 
 constexpr int kColsPerWarp = 16;    // value columns a state warp owns (one m16 MMA tile)
 constexpr int kQKTileBytes = kChunk * kHeadDim * 2;
 constexpr int kHalfTileBytes = kChunk * 64 * 2;  // one [64][64] swizzled 16-bit tile
-constexpr int kLtStride = kChunk + 1;            // fp32 row stride of lt (odd: no bank conflicts)
-constexpr int kXStride = 17;
+constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows of 16-byte pieces
+constexpr int kXStride = 20;
 
 // The kernel versions (Plan::kernel): v1 runs the chunk's phases one after another with the whole
 // CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead), v3 prepares
