@@ -23,7 +23,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                                                   : "";
   const std::string how =
       kernel == kKernelV3
-          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads, {:.1f} KiB smem, 3 per SM; "
+          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads, {:.1f} KiB smem, 4 per SM; "
                         "{:.1f} MiB workspace), then the scan",
                         slot_count(b.tokens, b.sequences), b.HV, kPrepKernelThreads,
                         SmemLayout(0, kPrepKernel).bytes / 1024.0,
