@@ -1,7 +1,7 @@
 // prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, a
-// registration of the kernels/prefill/sm90/ family (kernels v1 and v2, host plan, notes). One CTA
-// per (value-column block, value head, sequence); the fp32 state stays in registers across the
-// sequence's 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
+// registration of the kernels/prefill/sm90/ family (kernels v1, v2 and v3, host plan, notes). One
+// scan CTA per (value-column block, value head, sequence); the fp32 state stays in registers across
+// the sequence's 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
 #include <cuda_runtime.h>
 
 #include "core/registry.h"
@@ -38,9 +38,9 @@ std::string plan(const Shape& s) {
 const VariantRegistration kRegistration{Variant{
     "prefill/sm90", OpKind::prefill, Backend::cuda, 90, 90,
     "chunked forward on tensor cores for sm_90a (mma.sync): 64-token chunks, gate-free intra-chunk inverse in fp32, "
-    "fp32 state in the registers of the warps owning its value columns, q/k/v staged by cp.async; kernel v2 "
-    "prepares the next chunk on its own warps while the state warps advance the current one (where one wave "
-    "fits), kernel v1 runs the chunk's phases in series; first versions, 16-18 us per chunk, far from the peers; "
+    "fp32 state in the registers of the warps owning its value columns; kernel v3 (default) prepares every chunk in a "
+    "kernel of its own (A_g, P_g into a workspace), then scans the state through the chunks, q/k/v and the "
+    "prepared chunk staged by cp.async; v1 and v2 (the preparation inside the scan) kept for A/B; "
     "K = V = 128, bf16/f16 inputs",
     sm90::unsupported_reason, launch, {}, false, plan}};
 
