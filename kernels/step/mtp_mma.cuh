@@ -26,6 +26,7 @@
 
 #include "common/ptx/mma_sync_bf16.cuh"
 #include "common/ptx/mma_tf32.cuh"
+#include "common/tf32_split.cuh"
 #include "step/kernel.cuh"
 
 namespace gdn::step {
@@ -131,12 +132,8 @@ __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& big, 
   rest = pack_bf16x2(x0 - bf16_lo(big), x1 - bf16_hi(big));
 }
 
-// The TF32 form (see apply_chunk): x = big + rest with big = x truncated to TF32 and rest = x - big
-// (exact in fp32; the MMA truncates it again), 2^-20 |x| together.
-__device__ __forceinline__ void split_tf32(float x, uint32_t& big, uint32_t& rest) {
-  big = __float_as_uint(x) & 0xffffe000u;
-  rest = __float_as_uint(x - __uint_as_float(big));
-}
+// The TF32 form (see apply_chunk): dev::split_tf32 (common/tf32_split.cuh).
+using dev::split_tf32;
 
 // One warp MMA of the chosen form: TF32 m16n8k8 or bf16 m16n8k16, fp32 accumulators.
 template <bool TF32>

@@ -8,8 +8,9 @@
 //             P_g = scale Gam_incl * (Q^ K^T) (f16), Q^ = diag(rq) Q, K^ = diag(rk) K,
 //             on tensor cores from the raw q and k (exact operands): the norms are applied to
 //             the fp32 products, never rounded into the inputs
-//   inverse   A_r = (I + L)^-1 in fp32 on CUDA cores, in place: 16 x 16 diagonal blocks by
-//             forward substitution, then the off-diagonal blocks column by column
+//   inverse   A_r = (I + L)^-1 in place: 16 x 16 diagonal blocks by forward substitution in
+//             fp32, then the off-diagonal blocks column by column on tensor cores (TF32, three
+//             products per step: fp32 accuracy)
 //   A_g       Gam * A_r * diag(beta) (f16), the gate applied as a mask after the inverse
 // Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
 // each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
@@ -22,7 +23,9 @@
 #include "common/gdn_math.cuh"
 #include "common/ptx/ex2.cuh"
 #include "common/ptx/ldmatrix.cuh"
+#include "common/ptx/mma_tf32.cuh"
 #include "common/ptx/named_barrier.cuh"
+#include "common/tf32_split.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"
@@ -248,13 +251,41 @@ __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, in
 // multiples of 4, and so are the column offsets read this way).
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
+// acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
+// lda), B 16 x 8 (the 8 columns at b, row stride ldb). Two TF32 k-steps of m16n8k8, each operand
+// split into big + rest and multiplied as big big + big rest + rest big (the rest products first),
+// 2^-20 relative per product: as accurate as the fp32 FMAs it replaces, on tensor cores.
+__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int kk = 0; kk < 2; ++kk) {
+    const float av[4] = {a[g * lda + 8 * kk + t], a[(g + 8) * lda + 8 * kk + t], a[g * lda + 8 * kk + t + 4],
+                         a[(g + 8) * lda + 8 * kk + t + 4]};
+    const float bv[2] = {b[(8 * kk + t) * ldb + g], b[(8 * kk + t + 4) * ldb + g]};
+    uint32_t a_big[4], a_rest[4], b_big[2], b_rest[2];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) dev::split_tf32(av[e], a_big[e], a_rest[e]);
+#pragma unroll
+    for (int e = 0; e < 2; ++e) dev::split_tf32(bv[e], b_big[e], b_rest[e]);
+    ptx::mma_m16n8k8_tf32(acc, a_rest, b_big);
+    ptx::mma_m16n8k8_tf32(acc, a_big, b_rest);
+    ptx::mma_m16n8k8_tf32(acc, a_big, b_big);
+  }
+}
+
+// sign * acc (a 16 x 8 accumulator tile) to fp32 shared memory at c (row stride ldc).
+__device__ __forceinline__ void store_tile(float* c, int ldc, const float (&acc)[4], float sign, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  *reinterpret_cast<float2*>(c + g * ldc + 2 * t) = make_float2(sign * acc[0], sign * acc[1]);
+  *reinterpret_cast<float2*>(c + (g + 8) * ldc + 2 * t) = make_float2(sign * acc[2], sign * acc[3]);
+}
+
 // (I + L)^-1 in place in lt (64 x 64, row stride kLtStride), xs scratch of 3 x 16 x kXStride.
 // The strictly upper part of lt is never read; the diagonal blocks get their full 16 x 16 inverse
 // (ones on the diagonal, zeros above). Needs four warps or more. Ends with a group barrier.
 template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt, float* xs) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
   static_assert(kLtStride % 4 == 0 && kXStride % 4 == 0, "rows read four floats at a time");
-  constexpr int NT = Grp::kThreads;
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
   if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
     float* blk = lt + warp * 16 * kLtStride + warp * 16;
@@ -283,54 +314,24 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   }
   grp.sync();
   // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
-  // blocks of columns > j are already inverses, column j still holds L until phase two. An item
-  // is four adjacent columns c0.. of row r of block row i: a 16-byte load of T_ik (or X) serves
-  // sixteen FMAs, one of L_kj (or T_jj) four, and each element keeps its own sum in the same
-  // order (m ascending within k ascending).
+  // blocks of columns > j are already inverses, column j still holds L until phase two. A task is
+  // one 8-column half of one 16 x 16 output block, on tensor cores in the three-product TF32 form
+  // (fp32 accuracy and range: block_product).
   for (int j = 2; j >= 0; --j) {
-    const int count = (3 - j) * 64;
-    for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
+    const int tasks = (3 - j) * 2;  // (block row i, column half) pairs
+    for (int task = warp; task < tasks; task += Grp::kWarps) {
+      const int i = j + 1 + (task >> 1), n0 = 8 * (task & 1);
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int k = j + 1; k <= i; ++k) {
-        const float* trow = lt + (16 * i + r) * kLtStride + 16 * k;
-        const float* lcol = lt + 16 * k * kLtStride + 16 * j + c0;
-#pragma unroll
-        for (int m4 = 0; m4 < 4; ++m4) {
-          const float4 t4 = ld4(trow + 4 * m4);
-          const float tm[4] = {t4.x, t4.y, t4.z, t4.w};
-#pragma unroll
-          for (int mm = 0; mm < 4; ++mm) {
-            const float4 l4 = ld4(lcol + (4 * m4 + mm) * kLtStride);
-            acc[0] = fmaf(tm[mm], l4.x, acc[0]);
-            acc[1] = fmaf(tm[mm], l4.y, acc[1]);
-            acc[2] = fmaf(tm[mm], l4.z, acc[2]);
-            acc[3] = fmaf(tm[mm], l4.w, acc[3]);
-          }
-        }
-      }
-      *reinterpret_cast<float4*>(xs + (i - j - 1) * 16 * kXStride + r * kXStride + c0) = make_float4(acc[0], acc[1], acc[2], acc[3]);
+      for (int k = j + 1; k <= i; ++k)
+        block_product(acc, lt + 16 * i * kLtStride + 16 * k, kLtStride, lt + 16 * k * kLtStride + 16 * j + n0, kLtStride, lane);
+      store_tile(xs + (i - j - 1) * 16 * kXStride + n0, kXStride, acc, 1.f, lane);
     }
     grp.sync();
-    for (int e = tid; e < count; e += NT) {
-      const int i = j + 1 + (e >> 6), r = (e >> 2) & 15, c0 = 4 * (e & 3);
-      const float* xrow = xs + (i - j - 1) * 16 * kXStride + r * kXStride;
-      const float* tjj = lt + 16 * j * kLtStride + 16 * j + c0;
+    for (int task = warp; task < tasks; task += Grp::kWarps) {
+      const int i = j + 1 + (task >> 1), n0 = 8 * (task & 1);
       float acc[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int m4 = 0; m4 < 4; ++m4) {
-        const float4 x4 = ld4(xrow + 4 * m4);
-        const float xm[4] = {x4.x, x4.y, x4.z, x4.w};
-#pragma unroll
-        for (int mm = 0; mm < 4; ++mm) {
-          const float4 t4 = ld4(tjj + (4 * m4 + mm) * kLtStride);
-          acc[0] = fmaf(xm[mm], t4.x, acc[0]);
-          acc[1] = fmaf(xm[mm], t4.y, acc[1]);
-          acc[2] = fmaf(xm[mm], t4.z, acc[2]);
-          acc[3] = fmaf(xm[mm], t4.w, acc[3]);
-        }
-      }
-      *reinterpret_cast<float4*>(lt + (16 * i + r) * kLtStride + 16 * j + c0) = make_float4(-acc[0], -acc[1], -acc[2], -acc[3]);
+      block_product(acc, xs + (i - j - 1) * 16 * kXStride, kXStride, lt + 16 * j * kLtStride + 16 * j + n0, kLtStride, lane);
+      store_tile(lt + 16 * i * kLtStride + 16 * j + n0, kLtStride, acc, -1.f, lane);
     }
     grp.sync();
   }
