@@ -7,7 +7,7 @@
 #            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
 #            prefill/sm90 cases of gpu_test_variants (the default kernel)
 #   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
-#            KERNELS ("v2 v1"; GDNBENCH_SM90_PLAN=kernel=...)
+#            KERNELS ("v3 v2 v1"; GDNBENCH_SM90_PLAN=kernel=...)
 #   ab       the kernels of AB_KERNELS ("v1 v2 v3") timed on a handful of qwen35 points (16/32 and
 #            2/8 at 1x8192, 1x32768, 1x2048 and 1024x8, 16/32 4096x2, 16/64 4096x8), each verified
 #            on two value heads first; one table per kernel, with the per-kernel breakdown
@@ -51,7 +51,7 @@ for step in $steps; do
       gtest_summary "$OUT_DIR/gpu_test_variants.sm90.log"
       ;;
     edge)
-      for kernel in ${KERNELS:-v2 v1}; do
+      for kernel in ${KERNELS:-v3 v2 v1}; do
         GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify \
           --config configs/prefill-edge.yaml --variant prefill/sm90 --json "$OUT_DIR/prefill-edge.sm90.$kernel.json" \
           > "$OUT_DIR/prefill-edge.sm90.$kernel.log" 2>&1

@@ -1,7 +1,7 @@
 // The launch plan of prefill/sm90 as data: kernel version, chunk size, value columns per CTA
 // (block_v), warps, grid and shared memory for a call. Host code (C++17, no CUDA), so tests check
 // it without a GPU and every report records it (Variant::plan). GDNBENCH_SM90_PLAN (e.g.
-// "kernel=v1", "block_v=64", "kernel=v2,block_v=32") replaces the chosen kernel and block_v for an
+// "kernel=v1", "block_v=64", "kernel=v3,block_v=32") replaces the chosen kernel and block_v for an
 // A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
 #pragma once
 
