@@ -9,6 +9,8 @@
 //     to f16 exactly where the kernel rounds it (q and k converted, the state, W, A_g, P_g, V_d,
 //     V''), o to its dtype; the error must stay well inside the op's tolerance (5e-3 relative
 //     L2) on the stress inputs. Rounding the operands to bf16 instead (FlashQLA) would not.
+//     The inverse is modelled in double: the kernel's (fp32 diagonal solves, off-diagonal block
+//     products in the three-product TF32 form, 2^-20 per product) is far below the f16 roundings.
 // The model follows kernels/prefill/sm90/ (see docs/notes/prefill-sm90.md for the formulation).
 #include <gtest/gtest.h>
 
