@@ -1,6 +1,7 @@
 // The one host parallel-for (CPU variants and the reference). Workers pull task indices from a shared counter, so
-// tasks of unequal size (ragged sequences) balance themselves. Threads are started per call (no
-// pool to own or shut down); worker_count keeps problems too small to repay that on few threads.
+// tasks of unequal size (ragged sequences) balance themselves. The helpers come from the process's
+// WorkerPool (started once); a concurrent or nested call starts its own threads. worker_count
+// keeps problems too small to repay a helper on one thread.
 #pragma once
 
 #include <algorithm>
@@ -8,10 +9,13 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include "core/worker_pool.h"
 
 namespace gdn {
 
@@ -48,6 +52,13 @@ void parallel_for(int64_t tasks, int workers, Fn&& fn) {
       next.store(tasks);
     }
   };
+  if (workers > 1) {
+    const std::function<void(int)> job = [&](int w) { body(w); };
+    if (WorkerPool::shared().run(workers - 1, job, [&] { body(0); })) {
+      if (error) std::rethrow_exception(error);
+      return;
+    }
+  }
   std::vector<std::thread> threads;
   threads.reserve(std::max(0, workers - 1));
   for (int w = 1; w < workers; ++w) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/slot.h"
@@ -446,6 +447,36 @@ TEST(CpuParallelFor, RethrowsTheFirstError) {
                                    if (i == 42) throw std::runtime_error("task 42 failed");
                                  }),
                std::runtime_error);
+  // The pool is still whole afterwards.
+  std::atomic<int64_t> sum{0};
+  parallel_for(100, 3, [&](int64_t i, int) { sum += i; });
+  EXPECT_EQ(sum.load(), 4950);
+}
+
+// The pooled helpers across many calls with a changing worker count (a benchmark's loop), a
+// call nested inside a task (refused by the pool: it starts its own threads), and two callers at
+// once (one gets the pool, the other its own threads): every task exactly once, every time.
+TEST(CpuParallelFor, PooledHelpersSurviveRepeatsNestingAndConcurrentCallers) {
+  for (int call = 0; call < 2000; ++call) {
+    const int workers = 1 + call % 4;
+    std::atomic<int64_t> sum{0};
+    parallel_for(64, workers, [&](int64_t i, int w) {
+      ASSERT_LT(w, workers);
+      sum += i;
+    });
+    ASSERT_EQ(sum.load(), 64 * 63 / 2) << "call " << call;
+  }
+  std::atomic<int64_t> inner{0};
+  parallel_for(8, 3, [&](int64_t, int) { parallel_for(10, 2, [&](int64_t j, int) { inner += j; }); });
+  EXPECT_EQ(inner.load(), 8 * 45);
+  std::atomic<int64_t> a{0}, b{0};
+  std::thread other([&] {
+    for (int r = 0; r < 200; ++r) parallel_for(50, 3, [&](int64_t i, int) { b += i; });
+  });
+  for (int r = 0; r < 200; ++r) parallel_for(50, 3, [&](int64_t i, int) { a += i; });
+  other.join();
+  EXPECT_EQ(a.load(), 200 * 1225);
+  EXPECT_EQ(b.load(), 200 * 1225);
 }
 
 }  // namespace
