@@ -7,6 +7,7 @@
 
 #include "core/half.h"
 #include "core/parallel_for.h"
+#include "core/slot.h"
 #include "reference/detail.h"
 #include "reference/reference.h"
 
@@ -178,12 +179,21 @@ PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, in
   r.o.assign(size_t(T * d.HV * d.V), nan);
   r.ht.assign(size_t(N * d.HV * KV), nan);
   const Tensor* h0 = in.has("h0") ? &in.at("h0") : nullptr;
+  // The pool form: sequence n starts from slot indices[n] (-1: from zero).
+  const Tensor* pool = s.prefill_pool() ? &in.at("pool") : nullptr;
+  const Tensor* idx = s.prefill_pool() ? &in.at("indices") : nullptr;
   const int64_t tasks = int64_t(seqs.size()) * int64_t(heads.size());
   parallel_for(tasks, worker_count(tasks, threads), [&](int64_t task, int) {
     const int64_t n = seqs[size_t(task / int64_t(heads.size()))];
     const int h = heads[size_t(task % int64_t(heads.size()))];
     const int64_t state_at = (n * d.HV + h) * KV;
-    Mat S = h0 ? load_state(*h0, state_at, s.layout, d.K, d.V) : Mat::Zero(d.K, d.V);
+    Mat S = Mat::Zero(d.K, d.V);
+    if (pool) {
+      const int64_t slot = slot_at(idx->data, idx->spec.dtype, n);
+      if (slot >= 0) S = load_state(*pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
+    } else if (h0) {
+      S = load_state(*h0, state_at, s.layout, d.K, d.V);
+    }
     f(n, h, S, r);
     store_state(S, s.layout, r.ht.data() + state_at);
   });

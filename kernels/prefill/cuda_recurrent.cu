@@ -42,6 +42,7 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
 constexpr double kStateTolerance = 1e-4;
 
 std::string supports(const Shape& s) {
+  if (s.prefill_pool()) return "the pool form (state pool and indices) is not built in this kernel";
   if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
   if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
   return "";

@@ -8,9 +8,9 @@
 namespace gdn {
 namespace {
 
-std::vector<int64_t> state_dims(const Shape& s) {
-  int64_t n = int64_t(s.seqlens.size());
-  return s.layout == Layout::kv ? std::vector<int64_t>{n, s.h_v, s.dk, s.dv} : std::vector<int64_t>{n, s.h_v, s.dv, s.dk};
+// [lead, HV, K, V] (kv) or [lead, HV, V, K] (vk).
+std::vector<int64_t> state_dims(const Shape& s, int64_t lead) {
+  return s.layout == Layout::kv ? std::vector<int64_t>{lead, s.h_v, s.dk, s.dv} : std::vector<int64_t>{lead, s.h_v, s.dv, s.dk};
 }
 
 std::vector<TensorSpec> tensors(const Shape& s) {
@@ -21,18 +21,31 @@ std::vector<TensorSpec> tensors(const Shape& s) {
   t.push_back({"v", s.input_dtype, {T, s.h_v, s.dv}, Role::input, Fill::v});
   append_gate_tensors(t, s, {T});
   t.push_back({"cu_seqlens", DType::i32, {N + 1}, Role::input, Fill::cu_seqlens});
-  if (s.has_h0) t.push_back({"h0", DType::f32, state_dims(s), Role::input, Fill::state});
+  if (s.prefill_pool()) {
+    t.push_back({"pool", s.state_dtype, state_dims(s, s.pool_slots()), Role::inout, Fill::state});
+    t.push_back({"indices", s.index_dtype, {N}, Role::input, Fill::indices});
+    t.push_back({"o", s.input_dtype, {T, s.h_v, s.dv}, Role::output});
+    return t;
+  }
+  if (s.has_h0) t.push_back({"h0", DType::f32, state_dims(s, N), Role::input, Fill::state});
   t.push_back({"o", s.input_dtype, {T, s.h_v, s.dv}, Role::output});
-  t.push_back({"ht", DType::f32, state_dims(s), Role::output});
+  t.push_back({"ht", DType::f32, state_dims(s, N), Role::output});
   return t;
 }
 
 WorkModel work(const Shape& s) {
   const double T = double(s.total_tokens()), N = double(s.seqlens.size());
   const double e = double(dtype_size(s.input_dtype)), HK = double(s.h_qk) * s.dk, HVV = double(s.h_v) * s.dv;
-  const double state = N * s.h_v * double(s.dk) * s.dv * 4.0;
   WorkModel w;
-  w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + (s.has_h0 ? state : 0.0) + state;
+  if (s.prefill_pool()) {
+    // Sequences with slot -1 (every 8th of the `padded` pattern) read and write no state.
+    const double active = N - (s.indices == IndexPattern::padded ? double(int64_t(N) / 8) : 0.0);
+    const double slot = double(s.h_v) * s.dk * s.dv * double(dtype_size(s.state_dtype));
+    w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + 2.0 * active * slot + 8.0 * N;
+  } else {
+    const double state = N * s.h_v * double(s.dk) * s.dv * 4.0;
+    w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + (s.has_h0 ? state : 0.0) + state;
+  }
   constexpr double C0 = 64;  // chunk size of the fused algorithm's useful-work count (FlashQLA)
   w.flops = T * s.h_v * (6.0 * s.dk * s.dv + 4.0 * C0 * (s.dk + s.dv));
   w.flops_fi = 4.0 * T * s.h_v * s.dk * s.dv;
@@ -40,7 +53,11 @@ WorkModel work(const Shape& s) {
   return w;
 }
 
-std::vector<Tolerance> tolerances(const Shape&) { return {{"o", 5e-3}, {"ht", 5e-3}}; }
+std::vector<Tolerance> tolerances(const Shape& s) {
+  if (!s.prefill_pool()) return {{"o", 5e-3}, {"ht", 5e-3}};
+  const double pool = s.state_dtype == DType::bf16 ? 1e-2 : 5e-3;
+  return {{"o", pool}, {"pool", pool}};
+}
 
 std::string validate(const Shape& s) {
   if (auto r = validate_common(s); !r.empty()) return r;
@@ -51,6 +68,15 @@ std::string validate(const Shape& s) {
     total += l;
   }
   if (total > (int64_t(1) << 31) - 1) return fmt::format("total tokens {} overflow int32 cu_seqlens", total);
+  if (s.prefill_pool()) {
+    if (!s.has_h0) return "h0: false has no meaning in the pool form (a sequence with index -1 starts from zero)";
+    if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16)
+      return fmt::format("state dtype must be f32 or bf16 (got {})", to_string(s.state_dtype));
+    if (s.index_dtype != DType::i64 && s.index_dtype != DType::i32)
+      return fmt::format("index dtype must be i64 or i32 (got {})", to_string(s.index_dtype));
+    if (s.pool_slots() < int64_t(s.seqlens.size()))
+      return fmt::format("pool must hold at least one slot per sequence ({} < {})", s.pool_slots(), s.seqlens.size());
+  }
   return "";
 }
 
@@ -84,8 +110,15 @@ Args make_args(const Shape& s, const TensorSet& t, const int32_t* cu_host) {
   a.gate = make_gate_args(s, t);
   a.cu_seqlens = t.ptr<const int32_t>("cu_seqlens");
   a.cu_seqlens_host = cu_host;
-  a.h0 = t.ptr<const float>("h0");
   a.o = t.ptr<uint16_t>("o");
+  if (s.prefill_pool()) {
+    a.pool = t.ptr<void>("pool");
+    a.indices = t.ptr<const void>("indices");
+    a.P = s.pool_slots();
+    a.state_dtype = s.state_dtype, a.index_dtype = s.index_dtype;
+    return a;
+  }
+  a.h0 = t.ptr<const float>("h0");
   a.ht = t.ptr<float>("ht");
   return a;
 }

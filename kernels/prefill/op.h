@@ -31,9 +31,15 @@ struct Args {
   GateArgs gate;
   const int32_t* cu_seqlens = nullptr;
   const int32_t* cu_seqlens_host = nullptr;  // always host memory (launch planning)
-  const float* h0 = nullptr;                 // null when absent
+  const float* h0 = nullptr;                 // null when absent (and in the pool form)
   uint16_t* o = nullptr;
-  float* ht = nullptr;
+  float* ht = nullptr;                       // null in the pool form
+  // The pool form (SPEC 2.1; Shape::prefill_pool): sequence n starts from slot indices[n] of the
+  // pool and writes its final state back there; -1 starts from zero and writes nothing.
+  void* pool = nullptr;  // [P, HV, (layout)] in state_dtype; null in the dense form
+  const void* indices = nullptr;
+  int64_t P = 0;
+  DType state_dtype = DType::f32, index_dtype = DType::i64;
 };
 
 // Typed view of a problem's tensors. `cu_seqlens_host` is the host copy the runner keeps.

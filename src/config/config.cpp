@@ -242,7 +242,7 @@ Axis parse_pool(const Checker& c, const ConfigNode& n, const std::string& path) 
       std::string digits = t.empty() ? "" : t.substr(0, t.size() - 1);
       if (t.size() < 2 || t.back() != 'x' || digits.size() > 12 ||
           digits.find_first_not_of("0123456789") != std::string::npos)
-        c.fail(v, p, "expected a slot count or \"Nx\" (N slots per batch row)");
+        c.fail(v, p, "expected a slot count or \"Nx\" (N slots per batch row, or per sequence for prefill)");
       per_row = std::stoll(digits);
       if (per_row < 1) c.fail(v, p, "the per-row pool factor must be >= 1");
     }
@@ -434,13 +434,22 @@ void finish_point(const Checker& c, Point& pt, int line, const std::string& path
   Shape& s = pt.shape;
   if (pt.pool_source) {
     const AxisValue& src = *pt.pool_source;
+    // Rows are the batch (decode / mtp) or the sequences (prefill's pool form).
+    const int64_t rows = s.num_sequences();
+    const char* what = s.op == OpKind::prefill ? "sequences" : "batch";
     int64_t slots = pt.pool_slots;
-    if (pt.pool_per_row && __builtin_mul_overflow(pt.pool_per_row, s.batch, &slots))
-      c.fail(src.line, src.path, fmt::format("pool of {} x batch {} overflows int64", pt.pool_per_row, s.batch), src.shown);
-    if (slots < s.batch)
+    if (pt.pool_per_row && __builtin_mul_overflow(pt.pool_per_row, rows, &slots))
+      c.fail(src.line, src.path, fmt::format("pool of {} x {} {} overflows int64", pt.pool_per_row, what, rows), src.shown);
+    if (slots < rows)
       c.fail(src.line, src.path,
-             fmt::format("pool must hold at least one slot per batch row ({} slots < batch {})", slots, s.batch), src.shown);
+             fmt::format("pool must hold at least one slot per row ({} slots < {} {})", slots, what, rows), src.shown);
     s.pool = slots;
+  }
+  if (s.op == OpKind::prefill && !s.prefill_pool()) {
+    // A dense prefill point (h0 / ht) has no pool: the pool axes (from defaults meant for decode,
+    // say) do not apply, and are reset so its record says what ran.
+    const Shape plain;
+    s.state_dtype = plain.state_dtype, s.indices = plain.indices, s.index_dtype = plain.index_dtype;
   }
   int64_t rows = 0;
   if (s.op == OpKind::mtp && __builtin_mul_overflow(s.batch, int64_t(s.tokens), &rows))

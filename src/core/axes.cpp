@@ -33,6 +33,9 @@ std::string seq_part(const Shape& s) {
   return k;
 }
 
+// A prefill point without a pool (h0 / ht): the pool axes are not part of its key.
+bool dense(const Shape& s) { return s.op == OpKind::prefill && !s.prefill_pool(); }
+
 std::vector<AxisDef> make_axes() {
   return {
       {"inputs", kBitAll, "enum", {"inputs"}, GDN_ENUM_IO(inputs, "inputs", parse_input_dist), 17,
@@ -45,14 +48,16 @@ std::vector<AxisDef> make_axes() {
        [](const Shape& s) { return s.l2norm ? std::string() : std::string(" no_l2norm"); }},
       {"scale", kBitAll, "number", {"scale"}, GDN_FIELD_IO(scale, "scale"), 18,
        [](const Shape& s) { return s.scale > 0.0 ? fmt::format(" scale={}", s.scale) : std::string(); }},
-      {"state_dtype", kBitSteps, "enum", {"state_dtype"}, GDN_ENUM_IO(state_dtype, "state_dtype", parse_dtype), 5,
-       [](const Shape& s) { return fmt::format(" state={}", to_string(s.state_dtype)); }},
+      {"state_dtype", kBitAll, "enum", {"state_dtype"}, GDN_ENUM_IO(state_dtype, "state_dtype", parse_dtype), 5,
+       [](const Shape& s) { return dense(s) ? std::string() : fmt::format(" state={}", to_string(s.state_dtype)); }},
       {"layout", kBitAll, "enum", {"layout"}, GDN_ENUM_IO(layout, "layout", parse_layout), 6,
        [](const Shape& s) { return fmt::format(" layout={}", to_string(s.layout)); }},
-      {"indices", kBitSteps, "enum", {"indices"}, GDN_ENUM_IO(indices, "indices", parse_index_pattern), 9,
-       [](const Shape& s) { return fmt::format(" idx={}", to_string(s.indices)); }},
-      {"index_dtype", kBitSteps, "enum", {"index_dtype"}, GDN_ENUM_IO(index_dtype, "index_dtype", parse_dtype), 10,
-       [](const Shape& s) { return s.index_dtype == DType::i64 ? std::string() : fmt::format("/{}", to_string(s.index_dtype)); }},
+      {"indices", kBitAll, "enum", {"indices"}, GDN_ENUM_IO(indices, "indices", parse_index_pattern), 9,
+       [](const Shape& s) { return dense(s) ? std::string() : fmt::format(" idx={}", to_string(s.indices)); }},
+      {"index_dtype", kBitAll, "enum", {"index_dtype"}, GDN_ENUM_IO(index_dtype, "index_dtype", parse_dtype), 10,
+       [](const Shape& s) {
+         return dense(s) || s.index_dtype == DType::i64 ? std::string() : fmt::format("/{}", to_string(s.index_dtype));
+       }},
       {"cache_intermediate", kBitMtp, "bool", {"cache_intermediate"}, GDN_FIELD_IO(cache_intermediate, "cache_intermediate"), 11,
        [](const Shape& s) { return fmt::format(" cache={}", s.cache_intermediate ? 1 : 0); }},
       {"update_state", kBitMtp, "bool", {"update_state"}, GDN_FIELD_IO(update_state, "update_state"), 12,
@@ -69,8 +74,8 @@ std::vector<AxisDef> make_axes() {
        [](const Shape& s, json& j) { j["dk"] = s.dk, j["dv"] = s.dv; },
        [](const json& j, Shape& s) { read(j, "dk", s.dk), read(j, "dv", s.dv); }, 1,
        [](const Shape& s) { return fmt::format(" d{}x{}", s.dk, s.dv); }},
-      {"pool", kBitSteps, "int or \"Nx\"", {"pool"}, GDN_FIELD_IO(pool, "pool"), 8,
-       [](const Shape& s) { return fmt::format(" pool={}", s.pool_slots()); }},
+      {"pool", kBitAll, "int or \"Nx\"", {"pool"}, GDN_FIELD_IO(pool, "pool"), 8,
+       [](const Shape& s) { return dense(s) ? std::string() : fmt::format(" pool={}", s.pool_slots()); }},
       {"seqlens", kBitPrefill, "sequence set", {"seqlens"}, GDN_FIELD_IO(seqlens, "seqlens"), 3, seq_part},
       {"tokens", kBitMtp, "int", {"tokens"}, GDN_FIELD_IO(tokens, "tokens"), 2,
        [](const Shape& s) { return fmt::format(" T={}", s.tokens); }},

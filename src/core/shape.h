@@ -35,7 +35,7 @@ struct Shape {
   int tokens = 1;  // mtp T
   DType state_dtype = DType::f32;
   Layout layout = Layout::vk;
-  int64_t pool = 0;  // pool slots P; 0 means P = batch
+  int64_t pool = 0;  // pool slots P; 0 means P = batch (decode / mtp), the dense h0 / ht form (prefill)
   IndexPattern indices = IndexPattern::identity;
   DType index_dtype = DType::i64;
   bool cache_intermediate = false;  // mtp
@@ -47,7 +47,9 @@ struct Shape {
 
   // Derived values.
   double effective_scale() const;
-  int64_t pool_slots() const { return pool > 0 ? pool : batch; }
+  int64_t pool_slots() const { return pool > 0 ? pool : num_sequences(); }
+  // prefill in the pool form (SPEC 2.1): states in a slot pool named by indices, not h0 / ht.
+  bool prefill_pool() const { return op == OpKind::prefill && pool > 0; }
   int64_t total_tokens() const;  // prefill: sum of seqlens; decode: batch; mtp: batch * tokens
   int64_t num_sequences() const { return op == OpKind::prefill ? int64_t(seqlens.size()) : batch; }
   int group() const { return h_v / h_qk; }  // value heads per q/k head

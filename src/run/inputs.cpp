@@ -164,8 +164,8 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
     case Fill::indices: {
       auto idx = make_indices(s, seed);
       if (spec.numel() != int64_t(idx.size()))
-        throw std::invalid_argument("indices has " + std::to_string(spec.numel()) + " elements, expected batch " +
-                                    std::to_string(idx.size()));
+        throw std::invalid_argument("indices has " + std::to_string(spec.numel()) + " elements, expected " +
+                                    std::to_string(idx.size()) + " rows");
       for (int64_t i = begin; i < end; ++i) store_int(spec.dtype, dst, i, idx[size_t(i)]);
       return;
     }
@@ -206,7 +206,7 @@ void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed
 }
 
 std::vector<int64_t> make_indices(const Shape& s, uint64_t seed) {
-  const int64_t B = s.batch, P = s.pool_slots();
+  const int64_t B = s.num_sequences(), P = s.pool_slots();  // rows: the batch, or prefill's sequences
   if (B < 0 || P < B)
     throw std::invalid_argument("pool of " + std::to_string(P) + " slots cannot give " + std::to_string(B) +
                                 " rows distinct slots");

@@ -79,12 +79,72 @@ std::vector<int64_t> seqs_of(int64_t n, const ref::Selection& sel) {
   return all;
 }
 
+// pool: slots named by a row (a decode row, a prefill sequence) hold the reference final state
+// of that row (when written); every other slot, and every slot when the pool is read only, must be
+// bit-identical to the initial pool.
+TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int64_t row_count, const std::vector<int>& heads,
+                       const std::vector<int64_t>& rows, bool selected_all_rows, bool writes_pool,
+                       const std::vector<double>& ref_state) {
+  const Shape& s = p.shape();
+  const int64_t HV = s.h_v, S = int64_t(s.dk) * s.dv;
+  const auto& idx_t = p.inputs().at("indices");
+  auto slot_of = [&](int64_t row) { return slot_at(idx_t.data, idx_t.spec.dtype, row); };
+  const auto& pool = p.results().at("pool");
+  const auto& pool0 = p.inputs().at("pool");
+  const std::size_t slot_bytes = std::size_t(S) * HV * dtype_size(pool.spec.dtype);
+  std::unordered_map<int64_t, int64_t> row_of_slot;
+  for (int64_t b = 0; b < row_count; ++b)
+    if (slot_of(b) >= 0) row_of_slot[slot_of(b)] = b;
+  Acc ap;
+  const int64_t P = s.pool_slots();
+  for (int64_t slot = 0; slot < P; ++slot) {
+    auto it = row_of_slot.find(slot);
+    const auto* now = static_cast<const uint8_t*>(pool.data) + std::size_t(slot) * slot_bytes;
+    const auto* was = static_cast<const uint8_t*>(pool0.data) + std::size_t(slot) * slot_bytes;
+    if (it == row_of_slot.end() || !writes_pool) {
+      if (std::memcmp(now, was, slot_bytes) != 0) {
+        std::size_t es = dtype_size(pool.spec.dtype);
+        for (std::size_t e = 0; e < slot_bytes / es; ++e)
+          if (std::memcmp(now + e * es, was + e * es, es) != 0) ++ap.exact_diff;
+      }
+      ap.checked += HV * S;
+      continue;
+    }
+    int64_t b = it->second;
+    if (!selected_all_rows && std::find(rows.begin(), rows.end(), b) == rows.end()) continue;
+    for (int h : heads)
+      for (int64_t e = 0; e < S; ++e) {
+        int64_t i = (slot * HV + h) * S + e;
+        ap.add(ref::load(pool, i), ref_state[size_t((b * HV + h) * S + e)]);
+      }
+  }
+  return ap.finish("pool", writes_pool ? tol_for(tols, "pool") : 0.0);
+}
+
 std::vector<TensorCheck> check_prefill(const Problem& p, const std::vector<Tolerance>& tols, const ref::Selection& sel,
                                        int threads) {
   const Shape& s = p.shape();
   auto ref = s.total_tokens() * double(s.h_v) * s.dk * s.dv <= 2e8 ? ref::prefill_recurrent(s, p.inputs(), sel, threads)
                                                                    : ref::prefill_chunked(s, p.inputs(), 64, sel, threads);
   const auto& o = p.results().at("o");
+  if (s.prefill_pool()) {  // o as below; the final states in the pool's named slots
+    Acc ao;
+    count_unwritten(o, ao);
+    const int64_t HV = s.h_v, V = s.dv;
+    std::vector<int64_t> cu{0};
+    for (auto l : s.seqlens) cu.push_back(cu.back() + l);
+    const auto heads = heads_of(s, sel);
+    const auto seqs = seqs_of(int64_t(s.seqlens.size()), sel);
+    for (int64_t n : seqs)
+      for (int h : heads)
+        for (int64_t t = cu[size_t(n)]; t < cu[size_t(n) + 1]; ++t)
+          for (int64_t j = 0; j < V; ++j) {
+            const int64_t i = (t * HV + h) * V + j;
+            if (!is_poison(o.spec, o.data, i)) ao.add(ref::load(o, i), ref.o[size_t(i)]);
+          }
+    return {ao.finish("o", tol_for(tols, "o")),
+            check_pool(p, tols, int64_t(s.seqlens.size()), heads, seqs, sel.seqs.empty(), true, ref.ht)};
+  }
   const auto& ht = p.results().at("ht");
   Acc ao, ah;
   count_unwritten(o, ao);
@@ -137,39 +197,7 @@ std::vector<TensorCheck> check_step(const Problem& p, const std::vector<Toleranc
         }
   out.push_back(ao.finish("o", tol_for(tols, "o")));
 
-  // pool: slots named by a row hold the reference state (when written); every other slot, and
-  // every slot when the pool is read only, must be bit-identical to the initial pool.
-  const auto& pool = p.results().at("pool");
-  const auto& pool0 = p.inputs().at("pool");
-  const std::size_t slot_bytes = std::size_t(S) * HV * dtype_size(pool.spec.dtype);
-  std::unordered_map<int64_t, int64_t> row_of_slot;
-  for (int64_t b = 0; b < B; ++b)
-    if (slot_of(b) >= 0) row_of_slot[slot_of(b)] = b;
-  Acc ap;
-  const int64_t P = s.pool_slots();
-  const bool selected_all_rows = sel.seqs.empty();
-  for (int64_t slot = 0; slot < P; ++slot) {
-    auto it = row_of_slot.find(slot);
-    const auto* now = static_cast<const uint8_t*>(pool.data) + std::size_t(slot) * slot_bytes;
-    const auto* was = static_cast<const uint8_t*>(pool0.data) + std::size_t(slot) * slot_bytes;
-    if (it == row_of_slot.end() || !writes_pool) {
-      if (std::memcmp(now, was, slot_bytes) != 0) {
-        std::size_t es = dtype_size(pool.spec.dtype);
-        for (std::size_t e = 0; e < slot_bytes / es; ++e)
-          if (std::memcmp(now + e * es, was + e * es, es) != 0) ++ap.exact_diff;
-      }
-      ap.checked += HV * S;
-      continue;
-    }
-    int64_t b = it->second;
-    if (!selected_all_rows && std::find(rows.begin(), rows.end(), b) == rows.end()) continue;
-    for (int h : heads)
-      for (int64_t e = 0; e < S; ++e) {
-        int64_t i = (slot * HV + h) * S + e;
-        ap.add(ref::load(pool, i), ref.state[size_t((b * HV + h) * S + e)]);
-      }
-  }
-  out.push_back(ap.finish("pool", writes_pool ? tol_for(tols, "pool") : 0.0));
+  out.push_back(check_pool(p, tols, B, heads, rows, sel.seqs.empty(), writes_pool, ref.state));
 
   if (mtp && s.cache_intermediate) {
     const auto& im = p.results().at("intermediate");

@@ -233,6 +233,19 @@ TEST(Config, PoolAsSlotsOrPerRowFactor) {
   EXPECT_EQ(s[2].pool_slots(), 16);
   EXPECT_EQ(s[3].pool_slots(), 16);
   EXPECT_EQ(yaml("cases:\n  - op: decode\n    batch: 5\n").cases[0].shapes[0].pool_slots(), 5);  // default = batch
+  // prefill: "Nx" counts sequences and selects the pool form; without pool the point is dense and
+  // the pool axes are reset.
+  auto pf = yaml(
+      "defaults:\n  state_dtype: bf16\n  seqlens: 100+37+5\n"
+      "cases:\n  - op: prefill\n    pool: \"2x\"\n  - op: prefill\n");
+  const auto& pooled = pf.cases.at(0).shapes.at(0);
+  EXPECT_TRUE(pooled.prefill_pool());
+  EXPECT_EQ(pooled.pool_slots(), 6);
+  EXPECT_EQ(pooled.state_dtype, DType::bf16);
+  const auto& dense = pf.cases.at(1).shapes.at(0);
+  EXPECT_FALSE(dense.prefill_pool());
+  EXPECT_EQ(dense.state_dtype, DType::f32);
+  EXPECT_EQ(dense.key(), "h16/32 d128x128 seq=100+37+5 layout=kv gate=log");
 }
 
 TEST(Config, DefaultsOverlayAndPerOpIgnoreRule) {

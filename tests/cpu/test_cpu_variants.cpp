@@ -188,6 +188,88 @@ TEST(PrefillCpu, ThreadCountDoesNotChangeBits) {
   expect_same_bits_on_1_and_3_threads("prefill/cpu", prefill_shape({1, 17, 64, 100}));
 }
 
+std::vector<uint8_t> bytes_of(const Tensor& t) {
+  const auto* b = static_cast<const uint8_t*>(t.data);
+  return std::vector<uint8_t>(b, b + t.bytes());
+}
+
+// The pool form (SPEC 2.1): each sequence starts from its slot (index -1: from zero) and writes
+// its final state back there; every other slot stays bit-identical, and the reference agrees.
+void check_prefill_pool(const Shape& s, uint64_t seed = 9) {
+  SCOPED_TRACE(s.key());
+  ASSERT_TRUE(s.prefill_pool());
+  HostProblem p(s, seed);
+  EXPECT_FALSE(p.tensors.has("h0"));
+  EXPECT_FALSE(p.tensors.has("ht"));
+  const auto want = ref::prefill_recurrent(s, p.tensors, {}, 2);  // before the launch: in place
+  const auto pool_before = bytes_of(p.at("pool"));
+  launch("prefill/cpu", p);
+  const int64_t N = int64_t(s.seqlens.size()), HV = s.h_v, KV = int64_t(s.dk) * s.dv;
+  const int64_t slot_bytes = HV * KV * int64_t(dtype_size(s.state_dtype));
+  const Tensor &o = p.at("o"), &pool = p.at("pool"), &idx = p.at("indices");
+  EXPECT_EQ(count_poison(o), 0);
+  ErrorSum eo, es;
+  for (int64_t i = 0; i < o.numel(); ++i) eo.add(value_at(o, i), want.o[size_t(i)]);
+  EXPECT_LT(eo.rel(), kOutTol);
+  std::set<int64_t> named;
+  int64_t padding = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t slot = slot_at(idx.data, idx.spec.dtype, n);
+    if (slot < 0) {
+      ++padding;
+      continue;
+    }
+    named.insert(slot);
+    for (int64_t i = 0; i < HV * KV; ++i) es.add(value_at(pool, slot * HV * KV + i), want.ht[size_t(n * HV * KV + i)]);
+  }
+  EXPECT_LT(es.rel(), s.state_dtype == DType::bf16 ? kBf16StateTol : kF32StateTol);
+  EXPECT_EQ(padding, s.indices == IndexPattern::padded ? N / 8 : 0);
+  const auto pool_after = bytes_of(pool);
+  for (int64_t slot = 0; slot < s.pool_slots(); ++slot) {
+    if (named.count(slot)) continue;
+    ASSERT_EQ(std::memcmp(pool_before.data() + slot * slot_bytes, pool_after.data() + slot * slot_bytes,
+                          size_t(slot_bytes)),
+              0)
+        << "pool slot " << slot << " changed";
+  }
+}
+
+TEST(PrefillCpu, PoolFormEveryIndexPatternBothDtypesBothLayouts) {
+  // 17 sequences: ragged, single-token ones, longer than a chunk; the padded pattern gives -1 to
+  // sequences 7 and 15.
+  const std::vector<int64_t> lens{1, 17, 64, 100, 1, 3, 65, 9, 2, 40, 1, 1, 77, 5, 6, 129, 8};
+  for (const IndexPattern pattern : {IndexPattern::identity, IndexPattern::random, IndexPattern::padded, IndexPattern::high})
+    for (const DType state : {DType::f32, DType::bf16})
+      for (const Layout layout : {Layout::kv, Layout::vk}) {
+        auto s = prefill_shape(lens, 32, 48, 1, 2);
+        s.pool = 3 * int64_t(lens.size()) + 1;
+        s.indices = pattern, s.state_dtype = state, s.layout = layout;
+        s.index_dtype = pattern == IndexPattern::random ? DType::i32 : DType::i64;
+        check_prefill_pool(s);
+      }
+}
+
+TEST(PrefillCpu, PoolFormKeysAndContract) {
+  auto dense = prefill_shape({100, 37});
+  EXPECT_EQ(dense.key(), "h2/4 d64x64 seq=100+37 layout=kv gate=log");  // no pool axes in a dense key
+  auto pooled = dense;
+  pooled.pool = 8, pooled.indices = IndexPattern::padded, pooled.index_dtype = DType::i32, pooled.state_dtype = DType::bf16;
+  EXPECT_EQ(pooled.key(), "h2/4 d64x64 seq=100+37 state=bf16 layout=kv pool=8 idx=padded/i32 gate=log");
+  EXPECT_EQ(op_def(OpKind::prefill).validate(pooled), "");
+  pooled.has_h0 = false;
+  EXPECT_NE(op_def(OpKind::prefill).validate(pooled), "");
+  pooled.has_h0 = true;
+  pooled.pool = 1;  // fewer slots than sequences
+  EXPECT_NE(op_def(OpKind::prefill).validate(pooled), "");
+  // The GPU prefill variants decline the form with a reason until they implement it.
+  pooled.pool = 8;
+  for (const char* name : {"prefill/sm75_legacy", "prefill/cuda_recurrent", "prefill/sm90"})
+    if (const Variant* v = Registry::instance().find(name); v != nullptr && v->supports) {
+      EXPECT_NE(v->supports(pooled), "") << name;
+      EXPECT_EQ(v->supports(dense), v->supports(dense)) << name;
+    }
+}
+
 // ---- decode and mtp -------------------------------------------------------------------------
 
 Shape step_shape(OpKind op, int64_t batch, int K = 64, int V = 64, int H = 2, int HV = 4) {
@@ -197,11 +279,6 @@ Shape step_shape(OpKind op, int64_t batch, int K = 64, int V = 64, int H = 2, in
   s.tokens = op == OpKind::mtp ? 4 : 1;
   s.dk = K, s.dv = V, s.h_qk = H, s.h_v = HV;
   return s;
-}
-
-std::vector<uint8_t> bytes_of(const Tensor& t) {
-  const auto* b = static_cast<const uint8_t*>(t.data);
-  return std::vector<uint8_t>(b, b + t.bytes());
 }
 
 void check_step(const Shape& s, uint64_t seed = 11) {

@@ -287,6 +287,7 @@ TEST(ReferenceStep, MtpRowEqualsPrefillFromPoolSlot) {
         pre.op = OpKind::prefill;
         pre.seqlens = {T};
         pre.has_h0 = true;
+        pre.pool = 0;  // the dense form: h0 is the slot's state
         HostProblem p(pre, 0);
         for (const char* name : {"q", "k", "v", "g", "beta"}) {
           const int64_t per_row = m.t(name).numel() / s.batch;  // one mtp row = T token rows

@@ -36,6 +36,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
 }
 
 std::string unsupported_reason(const Shape& s) {
+  if (s.prefill_pool()) return "the pool form (state pool and indices) is not built yet (docs/notes/prefill-pool.md)";
   if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16)
     return fmt::format("inputs must be bf16 or f16 (got {})", to_string(s.input_dtype));
   if (s.dk != kHeadDim || s.dv != kHeadDim)

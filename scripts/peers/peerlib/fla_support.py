@@ -82,6 +82,9 @@ def plan_point(shape, variant, caps=None):
         p.skip = f"FLA's chunk kernels support head dims up to {CHUNK_MAX_K} (got {s['dk']}x{s['dv']})"
         return p
     if s["op"] == "prefill":
+        if s.get("pool", 0) > 0:
+            p.skip = "the pool form (a state pool named by indices): FLA's prefill takes dense initial states only"
+            return p
         if "cu_seqlens" not in names:
             p.skip = "this FLA takes no cu_seqlens"
             return p

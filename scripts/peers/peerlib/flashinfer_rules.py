@@ -79,6 +79,9 @@ def _bf16_dims(s, p):
 
 
 def _prefill(s, p):
+    if s.get("pool", 0) > 0:
+        p.skip = "the pool form (a state pool named by indices): FlashInfer's prefill takes dense initial states only"
+        return p
     if s["dk"] != s["dv"] or s["dk"] > PREFILL_MAX_HEAD or s["dk"] % 8:
         p.skip = (f"FlashInfer's SM90 prefill takes one head size up to {PREFILL_MAX_HEAD}, a multiple of 8 "
                   f"(got {s['dk']}x{s['dv']})")

@@ -26,6 +26,9 @@ def plan_point(shape, variant, caps=None):
     if s["op"] != "prefill":
         p.skip = "FlashQLA has chunked prefill only"
         return p
+    if s.get("pool", 0) > 0:
+        p.skip = "the pool form (a state pool named by indices): FlashQLA's prefill takes dense initial states only"
+        return p
     if s["input_dtype"] not in ("bf16", "f16"):
         p.skip = f"FlashQLA takes bf16/f16 inputs only (got {s['input_dtype']})"
         return p

@@ -27,7 +27,7 @@ def normalize(shape):
 
 
 def pool_slots(s):
-    return s["pool"] if s["pool"] > 0 else s["batch"]
+    return s["pool"] if s["pool"] > 0 else (len(s["seqlens"]) if s["op"] == "prefill" else s["batch"])
 
 
 def total_tokens(s):
@@ -86,7 +86,14 @@ def shape_key(shape):
         k += f" seq={seqlens_label(s['seqlens'])}"
         if len(s["seqlens"]) > 8:
             k += f"#{_fnv_lengths(s['seqlens']):08x}"
+        pooled = s["pool"] > 0  # the pool form: state, pool and indices are part of the key
+        if pooled:
+            k += f" state={s['state_dtype']}"
         k += f" layout={s['layout']}{'' if s['has_h0'] else ' no_h0'}"
+        if pooled:
+            k += f" pool={s['pool']} idx={s['indices']}"
+            if s["index_dtype"] != "i64":
+                k += f"/{s['index_dtype']}"
     else:
         if op == "mtp":
             k += f" T={s['tokens']}"
