@@ -126,46 +126,34 @@ std::vector<TensorCheck> check_prefill(const Problem& p, const std::vector<Toler
   const Shape& s = p.shape();
   auto ref = s.total_tokens() * double(s.h_v) * s.dk * s.dv <= 2e8 ? ref::prefill_recurrent(s, p.inputs(), sel, threads)
                                                                    : ref::prefill_chunked(s, p.inputs(), 64, sel, threads);
-  const auto& o = p.results().at("o");
-  if (s.prefill_pool()) {  // o as below; the final states in the pool's named slots
-    Acc ao;
-    count_unwritten(o, ao);
-    const int64_t HV = s.h_v, V = s.dv;
-    std::vector<int64_t> cu{0};
-    for (auto l : s.seqlens) cu.push_back(cu.back() + l);
-    const auto heads = heads_of(s, sel);
-    const auto seqs = seqs_of(int64_t(s.seqlens.size()), sel);
-    for (int64_t n : seqs)
-      for (int h : heads)
-        for (int64_t t = cu[size_t(n)]; t < cu[size_t(n) + 1]; ++t)
-          for (int64_t j = 0; j < V; ++j) {
-            const int64_t i = (t * HV + h) * V + j;
-            if (!is_poison(o.spec, o.data, i)) ao.add(ref::load(o, i), ref.o[size_t(i)]);
-          }
-    return {ao.finish("o", tol_for(tols, "o")),
-            check_pool(p, tols, int64_t(s.seqlens.size()), heads, seqs, sel.seqs.empty(), true, ref.ht)};
-  }
-  const auto& ht = p.results().at("ht");
-  Acc ao, ah;
-  count_unwritten(o, ao);
-  count_unwritten(ht, ah);
   const int64_t HV = s.h_v, V = s.dv, S = int64_t(s.dk) * s.dv;
   std::vector<int64_t> cu{0};
   for (auto l : s.seqlens) cu.push_back(cu.back() + l);
-  auto heads = heads_of(s, sel);
-  for (int64_t n : seqs_of(int64_t(s.seqlens.size()), sel)) {
+  const auto heads = heads_of(s, sel);
+  const auto seqs = seqs_of(int64_t(s.seqlens.size()), sel);
+  // The final states: in the pool form in the pool's named slots, else in ht.
+  const bool pooled = s.prefill_pool();
+  const auto& o = p.results().at("o");
+  const Tensor* ht = pooled ? nullptr : &p.results().at("ht");
+  Acc ao, ah;
+  count_unwritten(o, ao);
+  if (ht) count_unwritten(*ht, ah);
+  for (int64_t n : seqs) {
     for (int h : heads) {
       for (int64_t t = cu[size_t(n)]; t < cu[size_t(n) + 1]; ++t)
         for (int64_t j = 0; j < V; ++j) {
           int64_t i = (t * HV + h) * V + j;
           if (!is_poison(o.spec, o.data, i)) ao.add(ref::load(o, i), ref.o[size_t(i)]);
         }
-      for (int64_t e = 0; e < S; ++e) {
+      for (int64_t e = 0; ht && e < S; ++e) {
         int64_t i = (n * HV + h) * S + e;
-        if (!is_poison(ht.spec, ht.data, i)) ah.add(ref::load(ht, i), ref.ht[size_t(i)]);
+        if (!is_poison(ht->spec, ht->data, i)) ah.add(ref::load(*ht, i), ref.ht[size_t(i)]);
       }
     }
   }
+  if (pooled)
+    return {ao.finish("o", tol_for(tols, "o")),
+            check_pool(p, tols, int64_t(s.seqlens.size()), heads, seqs, sel.seqs.empty(), true, ref.ht)};
   return {ao.finish("o", tol_for(tols, "o")), ah.finish("ht", tol_for(tols, "ht"))};
 }
 

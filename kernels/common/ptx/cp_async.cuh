@@ -26,16 +26,15 @@ __device__ __forceinline__ void cp_async_16_hint(void* dst, const void* src, uin
 // Copies 16 bytes from global `src` to shared `dst` past L1, or writes 16 zero bytes to `dst`
 // when `valid` is false (src is then not read, but must still be a global address). For rows
 // past the end of a sequence, so a partial tile is zero-padded without a second pass.
-__device__ __forceinline__ void cp_async_16_zfill(void* dst, const void* src, bool valid) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
-  const uint32_t bytes = valid ? 16u : 0u;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src), "r"(bytes) : "memory");
-}
-
-// The same with a shared-window address (address arithmetic in 32 bits).
+// `dst` is a shared-window address (address arithmetic in 32 bits).
 __device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, bool valid) {
   const uint32_t bytes = valid ? 16u : 0u;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+// The same from a generic pointer into shared memory.
+__device__ __forceinline__ void cp_async_16_zfill(void* dst, const void* src, bool valid) {
+  cp_async_16_zfill(static_cast<uint32_t>(__cvta_generic_to_shared(dst)), src, valid);
 }
 
 }  // namespace ptx

@@ -36,7 +36,7 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
   static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a slot");
-  const uint8_t* in = ws + (slot * HV + h) * int64_t(kSlotBytes) + 16 * tid;
+  const uint8_t* in = ws + slot_offset(slot, h, HV) + 16 * tid;
   const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
 #pragma unroll
   for (int m = 0; m < (kSlotBytes / 16 + NT - 1) / NT; ++m)

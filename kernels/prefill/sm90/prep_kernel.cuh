@@ -49,7 +49,7 @@ __global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kerne
   __syncthreads();
 
   // The slot: A_g and P_g as they lie in shared memory, then the scalars (16-byte pieces).
-  uint8_t* out = ws + (slot * a.HV + h) * int64_t(kSlotBytes);
+  uint8_t* out = ws + slot_offset(slot, h, a.HV);
   for (int e = tid; e < kSlotBytes / 16; e += NT) {
     const int at = 16 * e;
     const uint8_t* src = at < kSlotPg    ? smem + L.ag(0) + at

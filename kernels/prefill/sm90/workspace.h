@@ -27,6 +27,8 @@ static_assert(kSlotBytes % 16 == 0, "slots are copied in 16-byte pieces");
 GDN_HD int64_t first_slot(int64_t bos, int64_t n) { return bos / kChunk + n; }
 // Slots of a batch of T packed tokens in N sequences.
 GDN_HD int64_t slot_count(int64_t T, int64_t N) { return T / kChunk + N; }
+// Byte offset of (slot, value head h) in the workspace.
+GDN_HD int64_t slot_offset(int64_t slot, int h, int HV) { return (slot * HV + h) * int64_t(kSlotBytes); }
 // Workspace bytes of a call (slots x value heads).
 GDN_HD int64_t workspace_bytes(int64_t T, int64_t N, int HV) { return slot_count(T, N) * HV * int64_t(kSlotBytes); }
 
