@@ -7,10 +7,13 @@
 #            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
 #            prefill/sm90 cases of gpu_test_variants (the default kernel)
 #   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
-#            KERNELS ("v3 v2 v1"; GDNBENCH_SM90_PLAN=kernel=...)
-#   ab       the kernels of AB_KERNELS ("v1 v2 v3") timed on a handful of qwen35 points (16/32 and
-#            2/8 at 1x8192, 1x32768, 1x2048 and 1024x8, 16/32 4096x2, 16/64 4096x8), each verified
-#            on two value heads first; one table per kernel, with the per-kernel breakdown
+#            KERNELS ("v3 v2 v1"; GDNBENCH_SM90_PLAN=kernel=..., so "v3,cp=2" forces a split too)
+#   ab       the kernels of AB_KERNELS ("v1 v2 v3", each "kernel=<it>"; "v3,cp=off" works too)
+#            timed on a handful of qwen35 points (16/32 and 2/8 at 1x8192, 1x32768, 1x2048 and
+#            1024x8, 16/32 4096x2, 16/64 4096x8), each verified on two value heads first; one table
+#            per kernel, with the per-kernel breakdown. AB_SET=cp times the points context
+#            parallelism is for instead (2/8 at 1x32768, 1x8192, 1x2048, 28672+4096, 16384x2;
+#            16/32 1x32768)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -52,24 +55,32 @@ for step in $steps; do
       ;;
     edge)
       for kernel in ${KERNELS:-v3 v2 v1}; do
+        tag=$(echo "$kernel" | tr ',=' '-_')
         GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify \
-          --config configs/prefill-edge.yaml --variant prefill/sm90 --json "$OUT_DIR/prefill-edge.sm90.$kernel.json" \
-          > "$OUT_DIR/prefill-edge.sm90.$kernel.log" 2>&1
+          --config configs/prefill-edge.yaml --variant prefill/sm90 --json "$OUT_DIR/prefill-edge.sm90.$tag.json" \
+          > "$OUT_DIR/prefill-edge.sm90.$tag.log" 2>&1
         echo "verify prefill-edge.yaml, kernel $kernel: exit $? (0 all verified, 2 a failure, 4 a fault, 130 deadline)"
-        tail -n 40 "$OUT_DIR/prefill-edge.sm90.$kernel.log"
+        tail -n "${EDGE_TAIL:-40}" "$OUT_DIR/prefill-edge.sm90.$tag.log"
       done
       ;;
     ab)
       ab="$OUT_DIR/sm90-ab.yaml"
-      cat > "$ab" <<'YAML'
-description: prefill/sm90 kernels v1, v2, v3 on a handful of qwen35 points (scripts/sm90-session.sh ab)
-defaults:
-  variant: "*"
-  seed: 20260101
-  head_dim: 128
-  h0: true
-  verify_heads: 2
-cases:
+      {
+        echo "description: prefill/sm90 A/B, set ${AB_SET:-qwen} (scripts/sm90-session.sh ab)"
+        printf 'defaults:\n  variant: "*"\n  seed: 20260101\n  head_dim: 128\n  h0: true\n  verify_heads: 2\ncases:\n'
+        if [ "${AB_SET:-qwen}" = cp ]; then
+          cat <<'YAML'
+  - name: cp-few-heads
+    op: prefill
+    heads: "2/8"
+    seqlens: ["1x32768", "1x8192", "1x2048", "28672+4096", "16384x2"]
+  - name: cp-many-heads
+    op: prefill
+    heads: "16/32"
+    seqlens: "1x32768"
+YAML
+        else
+          cat <<'YAML'
   - name: ab-one-sequence
     op: prefill
     heads: ["16/32", "2/8"]
@@ -87,12 +98,15 @@ cases:
     heads: ["16/32", "2/8"]
     seqlens: ["1x32768", "1x2048", "1024x8"]
 YAML
+        fi
+      } > "$ab"
       for kernel in ${AB_KERNELS:-v1 v2 v3}; do
+        tag=$(echo "$kernel" | tr ',=' '-_')
         GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
-          --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --breakdown --json "$OUT_DIR/sm90-ab.$kernel.json" \
-          > "$OUT_DIR/sm90-ab.$kernel.log" 2>&1
+          --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --breakdown --json "$OUT_DIR/sm90-ab.$tag.json" \
+          > "$OUT_DIR/sm90-ab.$tag.log" 2>&1
         echo "ab, kernel $kernel: exit $? (130: deadline reached)"
-        tail -n 25 "$OUT_DIR/sm90-ab.$kernel.log"
+        tail -n "${AB_TAIL:-25}" "$OUT_DIR/sm90-ab.$tag.log"
       done
       ;;
     prefill)

@@ -1,7 +1,7 @@
 // prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, a
 // registration of the kernels/prefill/sm90/ family (kernels v1, v2 and v3, host plan, notes). One
-// scan CTA per (value-column block, value head, sequence); the fp32 state stays in registers across
-// the sequence's 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
+// scan CTA per (value-column block, value head, sequence or segment); the fp32 state stays in
+// registers across the 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
 #include <cuda_runtime.h>
 
 #include "core/registry.h"
@@ -40,7 +40,9 @@ const VariantRegistration kRegistration{Variant{
     "chunked forward on tensor cores for sm_90a (mma.sync): 64-token chunks, gate-free intra-chunk inverse in fp32, "
     "fp32 state in the registers of the warps owning its value columns; kernel v3 (default) prepares every chunk in a "
     "kernel of its own (A_g, P_g into a workspace), then scans the state through the chunks, q/k/v and the "
-    "prepared chunk staged by cp.async; v1 and v2 (the preparation inside the scan) kept for A/B; "
+    "prepared chunk staged by cp.async; few heads over long sequences are split into segments scanned in parallel "
+    "(context parallelism: each segment's exact start state from a K x K transition map, with a decay-driven "
+    "warm-up); dense h0/ht or a state pool by index; v1 and v2 (the preparation inside the scan) kept for A/B; "
     "K = V = 128, bf16/f16 inputs",
     sm90::unsupported_reason, launch, {}, false, plan}};
 

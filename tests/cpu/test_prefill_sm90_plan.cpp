@@ -11,6 +11,7 @@
 #include "core/registry.h"
 #include "prefill/sm90/plan.h"
 #include "prefill/sm90/lane_offsets.h"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/workspace.h"
 #include "prefill/sm90/smem_layout.h"
 #include "test_support.h"
@@ -264,6 +265,88 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
     EXPECT_EQ(sm90::plan_for(many, 132), (Plan{64, sm90::kKernelV2}));
   }
   EXPECT_EQ(sm90::plan_for(b, 132), sm90::choose(b, 132));
+}
+
+TEST(Sm90Plan, ContextParallelOverride) {
+  Plan v3{32, sm90::kKernelV3};
+  EXPECT_EQ(sm90::apply_override(v3, "cp=8").seg_chunks, 8);
+  EXPECT_EQ(sm90::apply_override(v3, "cp=8,cp_block_v=32").cp_block_v, 32);
+  EXPECT_EQ(sm90::apply_override(v3, "cp=1").seg_chunks, 1);
+  Plan split = v3;
+  split.seg_chunks = 16;
+  EXPECT_EQ(sm90::apply_override(split, "cp=off").seg_chunks, 0);
+  EXPECT_EQ(sm90::apply_override(split, "").seg_chunks, 16);
+  EXPECT_EQ(sm90::apply_override(split, "kernel=v1").seg_chunks, 0);  // v1 has no split
+  for (const char* bad : {"cp=0", "cp=", "cp=x", "cp=-4", "cp=65537", "cp=99999999999", "cp_block_v=128", "cp_block_v=16"})
+    EXPECT_THROW(sm90::apply_override(v3, bad), std::invalid_argument) << bad;
+  EXPECT_THROW(sm90::apply_override(v3, "kernel=v2,cp=4"), std::invalid_argument);
+  try {
+    sm90::apply_override(v3, "cp=x");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_TRUE(test::contains(e.what(), "cp=x")) << e.what();
+  }
+  const Batch one = Batch::of(prefill({32768}, 2, 8));
+  test::ScopedEnv env("GDNBENCH_SM90_PLAN", "cp=off");
+  EXPECT_EQ(sm90::plan_for(one, 132).seg_chunks, 0);
+  test::ScopedEnv env2("GDNBENCH_SM90_PLAN", "kernel=v3,cp=32,cp_block_v=32");
+  const Plan p = sm90::plan_for(one, 132);
+  EXPECT_EQ(p.seg_chunks, 32);
+  EXPECT_EQ(p.cp_block_v, 32);
+  EXPECT_EQ(p.ctas(one), int64_t(p.v_blocks(128)) * 8 * (32768 / (64 * 32) + 1));
+}
+
+// The split is chosen by the modelled time (plan.h): few heads over one long sequence split (the
+// unsplit grid leaves most SMs idle), full grids do not, nor do short sequences.
+TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
+  auto plan_of = [](std::vector<int64_t> lens, int hq, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), hq, hv)), 132); };
+  const Plan few = plan_of({32768}, 2, 8);
+  EXPECT_GT(few.seg_chunks, 0);
+  EXPECT_EQ(few.kernel, sm90::kKernelV3);
+  const Batch b = Batch::of(prefill({32768}, 2, 8));
+  Plan off = few;
+  off.seg_chunks = 0;
+  EXPECT_LT(sm90::modeled_scan_us(b, few, 132), 0.9 * sm90::modeled_scan_us(b, off, 132));
+  // Unsplit: 32 CTAs of 512 chunks at 1.85 us.
+  EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, sm90::kKernelV3), 132), 512 * 1.85, 1e-6);
+  EXPECT_GT(plan_of({8192}, 2, 8).seg_chunks, 0);
+  EXPECT_GT(plan_of({28672, 4096}, 2, 8).seg_chunks, 0);
+  EXPECT_EQ(plan_of({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64).seg_chunks, 0);
+  EXPECT_EQ(plan_of({32768}, 16, 64).seg_chunks, 0);
+  EXPECT_EQ(plan_of({300}, 16, 32).seg_chunks, 0);
+  EXPECT_EQ(plan_of({1, 17}, 1, 2).seg_chunks, 0);
+  // The plan line says what a split means for the bits.
+  const std::string line = few.describe(b, 132);
+  EXPECT_TRUE(test::contains(line, "context parallel: segments of")) << line;
+  EXPECT_TRUE(test::contains(line, "not batch-invariant")) << line;
+  EXPECT_FALSE(test::contains(off.describe(b, 132), "context parallel"));
+}
+
+// Segment slots (segments.h) as the workspace's chunk slots: disjoint per sequence, bounded by
+// segment_count, one (empty) segment for a zero-length sequence, ceil(len / X) otherwise; and the
+// binary search finds every slot's sequence.
+TEST(Sm90Segments, SlotsOfSequencesAreDisjointAndBounded) {
+  const std::vector<std::vector<int64_t>> batches{
+      {1}, {64}, {65}, {0, 0, 0}, {1, 1, 1, 1}, {63, 1, 64, 0, 65, 127, 128, 129}, {32768}, {28672, 4096}, {0, 40, 0, 0, 70, 0}};
+  for (const int L : {1, 2, 3, 8, 64})
+    for (const auto& lens : batches) {
+      std::vector<int64_t> cu{0};
+      for (const int64_t len : lens) cu.push_back(cu.back() + len);
+      const int64_t T = cu.back(), N = int64_t(lens.size());
+      int64_t next_free = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t first = sm90::first_segment(cu[n], n, L), segs = sm90::segments_of(lens[n], L);
+        EXPECT_EQ(segs, lens[n] == 0 ? 1 : (lens[n] + 64 * L - 1) / (64 * L));
+        EXPECT_GE(first, next_free) << "sequence " << n << ", L " << L;
+        for (int64_t s = 0; s < segs; ++s)
+          EXPECT_EQ(sm90::sequence_of_slot(first + s, N, [&](int64_t m) { return sm90::first_segment(cu[m], m, L); }), n);
+        next_free = first + segs;
+      }
+      EXPECT_LE(next_free, sm90::segment_count(T, N, L));
+    }
+  EXPECT_EQ(sm90::segment_count(1000, 7, 0), 7);  // off: one slot per sequence
+  EXPECT_EQ(sm90::first_segment(5000, 3, 0), 3);
+  EXPECT_EQ(sm90::segments_of(5000, 0), 1);
+  EXPECT_EQ(sm90::segment_buffer_bytes(32768, 1, 8, 64), int64_t(9) * 8 * 128 * 128 * 4);
 }
 
 TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {

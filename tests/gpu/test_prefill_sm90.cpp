@@ -11,11 +11,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "core/half.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "run/backend.h"
@@ -69,14 +71,30 @@ std::vector<Case> cases() {
   // Each block_v on a Qwen3.5 head shape (16/48: GVA 3).
   for (const char* bv : {"32", "64", "128"})
     c.push_back({std::string("block_v_") + bv, prefill({300, 65}, 16, 48), std::string("block_v=") + bv});
-  // Every case for each kernel (v2 and v3 have no block_v 128).
-  std::vector<Case> both;
-  for (const std::string kernel : {"v1", "v2", "v3"})
+  // The pool form (SPEC 2.1): slots named by random, padded (every 8th sequence -1: zeros, no
+  // write) and high indices, fp32 and bf16 pools, both layouts; the verifier also checks that
+  // every other slot is untouched.
+  auto pool = [](Shape s, IndexPattern ip, DType sd, DType id) {
+    s.pool = 3 * int64_t(s.seqlens.size()) + 5;
+    s.indices = ip, s.state_dtype = sd, s.index_dtype = id;
+    return s;
+  };
+  const std::vector<int64_t> nine{100, 37, 1, 0, 300, 64, 1, 9, 130};
+  c.push_back({"pool_random_f32_kv", pool(prefill(nine, 2, 4), IndexPattern::random, DType::f32, DType::i64), ""});
+  c.push_back({"pool_padded_bf16_vk", pool(prefill(nine, 2, 8, L::vk), IndexPattern::padded, DType::bf16, DType::i32), ""});
+  c.push_back({"pool_high_f32_vk", pool(prefill(nine, 1, 2, L::vk), IndexPattern::high, DType::f32, DType::i32), ""});
+  // Every case for each kernel (v2 and v3 have no block_v 128), then v3 with context parallelism
+  // forced: segments of 2 chunks, and of 1 chunk with the transition pass at block_v 32.
+  std::vector<Case> all;
+  for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32"})
     for (const Case& one : c) {
       if (kernel != "v1" && one.plan == "block_v=128") continue;
-      both.push_back({one.label + "_" + kernel, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
+      std::string label = one.label + "_" + kernel.substr(0, 2);
+      if (kernel.find("cp=2") != std::string::npos) label += "_cp2";
+      if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
+      all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
-  return both;
+  return all;
 }
 
 class Sm90Prefill : public test::CudaSuite<Case> {
@@ -131,7 +149,7 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
-                                 "kernel=v3", "kernel=v3,block_v=64"}) {
+                                 "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -149,14 +167,16 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
 
 // Sequence 1 of a three-sequence batch, run alone on the same inputs, gives the same bits, for
 // each kernel: the batch changes block_v (32 value heads: 32 alone; in the batch 128 for v1, 64
-// for v2), not the arithmetic.
+// for v2), not the arithmetic. Context parallelism is off here: a split changes the bits (the
+// plan line says so), which is why it is left to the plan's rule and never depends on anything
+// but the batch's shape.
 TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   constexpr int64_t HV = 32;
-  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3,cp=off"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape batch = prefill({137, 300, 64}, 16, int(HV)), alone = prefill({300}, 16, int(HV));
@@ -208,7 +228,8 @@ TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
       Problem p(s, *backend_, kSeed);
       std::pair<Bytes, Bytes> bits[3];
       for (int k = 0; k < 3; ++k) {
-        test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v" + std::to_string(k + 1) + ",block_v=" + bv);
+        test::ScopedEnv env("GDNBENCH_SM90_PLAN",
+                            "kernel=v" + std::to_string(k + 1) + ",block_v=" + bv + (k == 2 ? ",cp=off" : ""));
         bits[k] = run_once(*v, p, *backend_);
         const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
         EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
@@ -228,7 +249,7 @@ TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3", "kernel=v3,cp=1"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape s = prefill({0, 129, 1, 64}, 2, 8);
@@ -271,9 +292,50 @@ TEST_F(Sm90PrefillBits, OffsetsPast2To31Elements) {
   ASSERT_GT(int64_t(131072) * 128 * 128, (int64_t(1) << 31) - 1);
   const uint64_t need = Problem::footprint(s) + (uint64_t(1) << 30);
   if (backend_->free_memory() < need) GTEST_SKIP() << "needs " << (need >> 20) << " MiB of device memory";
-  const Verification r = verify_variant(*v, s, *backend_, kSeed, 2);
-  ASSERT_TRUE(r.ran);
-  EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
+  for (const char* plan : {"", "kernel=v3,cp=256"}) {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
+    const Verification r = verify_variant(*v, s, *backend_, kSeed, 2);
+    ASSERT_TRUE(r.ran);
+    EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
+  }
+}
+
+// Context parallelism splits a long sequence's scan (segments.h): the split and the unsplit
+// results both pass the reference and stay close to each other, the split's bits are the same on
+// every launch, and the plan's own rule splits 2/8 1x32768 (32 CTAs unsplit) but not 16/64
+// 4096x8 (several waves).
+TEST_F(Sm90PrefillBits, ContextParallelSplitMatchesTheUnsplitScan) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  EXPECT_NE(v->plan(prefill({32768}, 2, 8)).find("context parallel"), std::string::npos) << v->plan(prefill({32768}, 2, 8));
+  EXPECT_EQ(v->plan(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64)).find("context parallel"),
+            std::string::npos);
+  for (const InputDist dist : {InputDist::standard, InputDist::no_decay}) {
+    const Shape s = with(prefill({6000, 1, 4100}, 1, 2), [&](Shape& x) { x.inputs = dist; });
+    SCOPED_TRACE(s.key());
+    Problem p(s, *backend_, kSeed);
+    std::pair<Bytes, Bytes> bits[2];
+    const char* plans[2] = {"kernel=v3,cp=off", "kernel=v3,cp=8"};
+    for (int k = 0; k < 2; ++k) {
+      test::ScopedEnv env("GDNBENCH_SM90_PLAN", plans[k]);
+      bits[k] = run_once(*v, p, *backend_);
+      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+      EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
+      if (k == 1)
+        for (int i = 0; i < 20; ++i) ASSERT_TRUE(run_once(*v, p, *backend_) == bits[1]) << "launch " << i;
+    }
+    // The split's o may differ from the unsplit one's only in its last bits.
+    const auto* a = reinterpret_cast<const uint16_t*>(bits[0].first.data());
+    const auto* b = reinterpret_cast<const uint16_t*>(bits[1].first.data());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < bits[0].first.size() / 2; ++i) {
+      const double x = bf16_to_float(a[i]), y = bf16_to_float(b[i]);
+      diff += (x - y) * (x - y), norm += x * x;
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 5e-3) << "o of the split against the unsplit scan, relative L2";
+  }
 }
 
 }  // namespace

@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1) prefill_sm90_kernel(con
   StateWarp<In, BV, kKernelV1> st;
   st.lane = tid & 31;
   st.lc = warp * kColsPerWarp;
-  if (owns_state) st.load(a, n, h, vcol0);
+  if (owns_state) st.load(initial_state(a, n, h), vcol0);
 
   dev::GateIn next_gate{};
   if (chunks > 0) {
@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1) prefill_sm90_kernel(con
     if (owns_state) st.chunk(smem, stage, 0, rows, row0, a, h, vcol0);
     __syncthreads();  // the stage, A_g, P_g and the scalars are free for the next chunk
   }
-  if (owns_state) st.store(a, n, h, vcol0);
+  if (owns_state) st.store(final_state(a, n, h), vcol0);
 }
 
 }  // namespace gdn::sm90

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV2) * 32, 1)
   StateWarp<In, BV, kKernelV2> st;
   st.lane = tid & 31;
   st.lc = warp * kColsPerWarp;
-  if (is_state) st.load(a, w.n, w.h, w.vcol0);
+  if (is_state) st.load(initial_state(a, w.n, w.h), w.vcol0);
 
   dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
   if (!is_state) {
@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV2) * 32, 1)
     }
     __syncthreads();  // chunk i is prepared; chunk i - 1's stage and buffer are free
   }
-  if (is_state) st.store(a, w.n, w.h, w.vcol0);
+  if (is_state) st.store(final_state(a, w.n, w.h), w.vcol0);
 }
 
 }  // namespace gdn::sm90

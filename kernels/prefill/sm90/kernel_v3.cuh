@@ -6,7 +6,9 @@
 //                 stage (i + 1) % 3, wait for chunk i, convert its bf16 q/k to f16 in place
 //   state warps   advance the state through chunk i - 1 (stage (i - 1) % 3)
 // and one CTA barrier ends the step. The arithmetic is v1's, element for element, so v3 gives
-// v1's bits (GPU test).
+// v1's bits (GPU test). With context parallelism (segments.h) a CTA scans one segment of its
+// sequence from the start state the fixup computed; the same kernel without outputs (kOut false)
+// is the transition pass.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -21,6 +23,7 @@
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "prefill/sm90/state_warp.cuh"
 #include "prefill/sm90/workspace.h"
@@ -59,39 +62,91 @@ template <class In, int BV, int NT> __device__ __forceinline__ void qk_to_f16(ui
   }
 }
 
-template <class In, int BV>
+// The transition pass's warm-up start (segments.h): the latest chunk c0 of [c_begin, c_end) with
+// sum_{c >= c0} G_c <= kWarmupLogDecay, or -1 (take the whole segment and M). One warp, 32
+// chunks per step from the end; G_c is the chunk's gam at its last token (all chunks of a
+// segment but a sequence's last are full).
+__device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, int c_begin, int c_end, int h, int HV, int lane) {
+  float total = 0.f;
+  for (int top = c_end - 1; top >= c_begin; top -= 32) {
+    const int c = top - lane;
+    float G = 0.f;
+    if (c >= c_begin)
+      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV) + kSlotScalars + (kGam * kChunk + kChunk - 1) * 4);
+    // Inclusive suffix sum from the segment's end: lane i holds sum over chunks top - i .. top.
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const float x = __shfl_up_sync(0xffffffffu, G, d);
+      if (lane >= d) G += x;
+    }
+    const unsigned hit = __ballot_sync(0xffffffffu, c >= c_begin && total + G <= kWarmupLogDecay);
+    if (hit != 0u) return top - (__ffs(int(hit)) - 1);
+    total += __shfl_sync(0xffffffffu, G, 31);
+  }
+  return -1;
+}
+
+template <class In, int BV, bool kOut>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
-    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws) {
+    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
   static_assert(BV == 32 || BV == 64, "v3: state warps and load warps share 255 registers a lane (8 warps at most)");
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), warp = tid >> 5;
-  const CtaWork w = CtaWork::of(a, v_blocks, BV);
+  const CtaWork w = CtaWork::of(a, v_blocks, BV, cp.seg_chunks);
+  if (!w.valid || (!kOut && w.last_segment())) return;  // a slot between sequences; the last segment's map is not needed
+  // The transition pass (kOut false) runs 2 x 128 columns: N's (from zero, with v), then M's
+  // (from the identity, v = 0).
+  const bool m_cols = !kOut && w.vcol0 >= kHeadDim;
+  const int col0 = m_cols ? w.vcol0 - kHeadDim : w.vcol0;
   const bool is_state = warp < kStateWarps;
   const int ltid = tid - kStateWarps * 32;
   const int64_t slot0 = first_slot(w.bos, w.n);
+  int c_begin = w.c_begin;
+  if constexpr (!kOut) {
+    __shared__ int warm_start;
+    if (warp == 0) {
+      const int c0 = a.l2norm ? warmup_start(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
+      if (tid == 0) {
+        warm_start = c0;
+        if (w.vcol0 == 0) cp.warm[w.slot * a.HV + w.h] = c0 >= 0;
+      }
+    }
+    __syncthreads();
+    if (warm_start >= 0) {
+      if (m_cols) return;  // M dropped: the fixup takes S_start(s + 1) = N_s
+      c_begin = warm_start;
+    }
+  }
+  const int count = w.c_end - c_begin;
 
   StateWarp<In, BV, kKernelV3> st;
   st.lane = tid & 31;
   st.lc = warp * kColsPerWarp;
-  if (is_state) st.load(a, w.n, w.h, w.vcol0);
+  if (is_state) {
+    if (m_cols) st.load_identity(col0);
+    else if (!kOut) st.load(StateRef{}, 0);
+    else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
+  }
 
-  auto load = [&](int c) {
-    load_chunk<BV, kKernelV3, NL>(smem, c % 3, a, w.row0_of(c), w.rows_of(c), w.hk, w.h, w.vcol0, ltid);
-    load_slot<BV, NL>(smem, c % 3, ws, slot0 + c, a.HV, w.h, ltid);
+  auto load = [&](int i) {
+    const int c = c_begin + i;
+    load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+    load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
+    load_slot<BV, NL>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
   };
   if (!is_state) {
-    if (w.chunks > 0) load(0);
+    if (count > 0) load(0);
     __pipeline_commit();
   }
-  for (int i = 0; i <= w.chunks; ++i) {
+  for (int i = 0; i <= count; ++i) {
     if (is_state) {
       if (i > 0) {
-        const int c = i - 1;
-        st.chunk(smem, c % 3, c % 3, w.rows_of(c), w.row0_of(c), a, w.h, w.vcol0);
+        const int j = i - 1, c = c_begin + j;
+        st.template chunk<kOut>(smem, j % 3, j % 3, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       }
-    } else if (i < w.chunks) {
-      if (i + 1 < w.chunks) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
+    } else if (i < count) {
+      if (i + 1 < count) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
       if constexpr (!std::is_same_v<In, __half>) {
@@ -101,7 +156,10 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     }
     __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
   }
-  if (is_state) st.store(a, w.n, w.h, w.vcol0);
+  if (is_state) {
+    if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
+    else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
+  }
 }
 
 }  // namespace gdn::sm90

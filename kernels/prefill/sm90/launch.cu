@@ -1,6 +1,8 @@
 // The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
 // instantiation of kernels v1, v2 and v3, launched per plan.
 #include <cuda_runtime.h>
+
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "core/cuda_check.h"
@@ -9,7 +11,9 @@
 #include "prefill/sm90/kernel_v2.cuh"
 #include "prefill/sm90/kernel_v3.cuh"
 #include "prefill/sm90/launch.h"
+#include "prefill/sm90/fixup_kernel.cuh"
 #include "prefill/sm90/prep_kernel.cuh"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/workspace.h"
 #include "prefill/sm90/workspace_buffer.h"
 
@@ -26,33 +30,70 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
   const int smem = p.smem_bytes();
   // Not a stream operation: allowed while a graph is being captured.
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;
+  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;  // v1, v2: one CTA per (value block, head, sequence)
   kernel<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V));
   CUDA_CHECK(cudaGetLastError());
 }
 
-// Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order).
-template <class In, int BV> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  uint8_t* ws = workspace_for(workspace_bytes(a.T, a.N, a.HV), stream);
+template <class K> void set_smem(K kernel, int bytes) {
+  // Not a stream operation: allowed while a graph is being captured.
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+template <class In, int BV, bool kOut>
+void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, cudaStream_t stream) {
+  const auto scan = prefill_sm90_v3_kernel<In, BV, kOut>;
+  const int smem = SmemLayout(BV, kKernelV3).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
+  set_smem(scan, smem);
+  const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
+  if (ctas > int64_t(INT32_MAX))
+    throw runtime_error(fmt::format("prefill/sm90: {} scan CTAs do not fit one grid (a shorter cp segment?)", ctas));
+  scan<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV3) * 32), size_t(smem), stream>>>(a, v_blocks, ws, cp);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <class In, bool kOut>
+void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
+                    cudaStream_t stream) {
+  if (block_v == 32) return launch_scan<In, 32, kOut>(a, slots, ws, cp, stream);
+  if (block_v == 64) return launch_scan<In, 64, kOut>(a, slots, ws, cp, stream);
+  throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
+}
+
+// Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order). With
+// context parallelism (segments.h) the transition pass and the fixup run between the two.
+template <class In> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  const int L = p.seg_chunks;
+  const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
+  const int64_t seg_bytes = segment_buffer_bytes(a.T, a.N, a.HV, L);
+  uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(a.T, a.N, a.HV, L), stream);
+  CpArgs cp;
+  cp.seg_chunks = L;
+  if (L > 0) {
+    cp.m = reinterpret_cast<float*>(ws + prep_bytes);
+    cp.n = reinterpret_cast<float*>(ws + prep_bytes + seg_bytes);
+    cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
+    cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
+  }
   const auto prep = prefill_sm90_prep_kernel<In>;
   const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
-  CUDA_CHECK(cudaFuncSetAttribute(prep, cudaFuncAttributeMaxDynamicSharedMemorySize, prep_smem));
+  set_smem(prep, prep_smem);
   prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(a.HV)), kPrepKernelThreads, size_t(prep_smem), stream>>>(a, ws);
   CUDA_CHECK(cudaGetLastError());
-  const auto scan = prefill_sm90_v3_kernel<In, BV>;
-  const int smem = p.smem_bytes();
-  CUDA_CHECK(cudaFuncSetAttribute(scan, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;
-  scan<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V), ws);
-  CUDA_CHECK(cudaGetLastError());
+  const int64_t slots = segment_count(a.T, a.N, L);
+  if (L > 0) {
+    launch_scan_at<In, false>(p.cp_block_v, a, slots, ws, cp, stream);
+    set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
+    const int64_t ctas = a.N * a.HV * (kHeadDim / kFixupCols);
+    prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  launch_scan_at<In, true>(p.block_v, a, slots, ws, cp, stream);
 }
 
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   if (p.kernel == kKernelV3) {
-    switch (p.block_v) {
-      case 32: return launch_v3<In, 32>(a, p, stream);
-      case 64: return launch_v3<In, 64>(a, p, stream);
-    }
+    return launch_v3<In>(a, p, stream);
   } else if (p.kernel == kKernelV2) {
     switch (p.block_v) {
       case 32: return launch_typed<In, 32, kKernelV2>(a, p, stream);

@@ -1,10 +1,14 @@
 #include "prefill/sm90/plan.h"
 
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/workspace.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 
 namespace gdn::sm90 {
@@ -14,7 +18,84 @@ Batch Batch::of(const Shape& s) {
   b.sequences = int64_t(s.seqlens.size());
   for (const int64_t len : s.seqlens) b.tokens += len;
   b.HV = s.h_v, b.K = s.dk, b.V = s.dv;
+  b.lens = s.seqlens;
   return b;
+}
+
+int64_t Batch::max_len() const { return lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end()); }
+
+int64_t Plan::ctas(const Batch& b) const {
+  const int64_t slots = kernel == kKernelV3 ? segment_count(b.tokens, b.sequences, seg_chunks) : b.sequences;
+  return int64_t(v_blocks(b.V)) * b.HV * slots;
+}
+
+namespace {
+
+// H200 (2026-11-25, docs/notes/prefill-sm90.md): v3's scan costs 1.85 us per chunk at block_v 32
+// and 2.2 us at 64 with one CTA per SM; the transition pass skips (Q S)^T and O (84 of 232 MMAs
+// per state warp) and the o store: 1.77 us per chunk at block_v 64 (kTransitionFactor). The fixup
+// measured 8 us plus 3.8 us per segment step before its N prefetch (kFixupStepUs).
+constexpr double kChunkUs32 = 1.85, kChunkUs64 = 2.2;
+constexpr double kTransitionFactor = 0.8;
+constexpr double kFixupStepUs = 3.0, kLaunchUs = 4.0;
+
+double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : kChunkUs64; }
+
+// Longest chain first onto the SM that frees first; chains in chunks.
+int64_t makespan_chunks(std::vector<int64_t>& chains, int sm_count) {
+  std::sort(chains.begin(), chains.end(), std::greater<>());
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> free_at;
+  for (int i = 0; i < sm_count; ++i) free_at.push(0);
+  int64_t end = 0;
+  for (const int64_t c : chains) {
+    const int64_t t = free_at.top() + c;
+    free_at.pop();
+    free_at.push(t);
+    end = std::max(end, t);
+  }
+  return end;
+}
+
+int64_t chunks_of(int64_t len) { return (len + kChunk - 1) / kChunk; }
+
+}  // namespace
+
+double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
+  if (sm_count < 1) sm_count = kDefaultSmCount;
+  const int L = p.kernel == kKernelV3 ? p.seg_chunks : 0;
+  std::vector<int64_t> scan, transition;
+  int64_t fixup_steps = 0;
+  for (const int64_t len : b.lens) {
+    const int64_t chunks = chunks_of(len), segs = segments_of(len, L);
+    fixup_steps = std::max(fixup_steps, segs - 1);
+    for (int64_t s = 0; s < segs; ++s) {
+      const int64_t seg = L > 0 ? std::min<int64_t>(L, chunks - s * L) : chunks;
+      scan.insert(scan.end(), size_t(int64_t(p.v_blocks(b.V)) * b.HV), seg);
+      if (s + 1 < segs) transition.insert(transition.end(), size_t(int64_t(2 * kHeadDim / p.cp_block_v) * b.HV), seg);
+    }
+  }
+  double us = double(makespan_chunks(scan, sm_count)) * chunk_us(p.block_v);
+  if (L > 0)
+    us += double(makespan_chunks(transition, sm_count)) * chunk_us(p.cp_block_v) * kTransitionFactor +
+          double(fixup_steps) * kFixupStepUs + 2 * kLaunchUs;
+  return us;
+}
+
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
+  if (sm_count < 1) sm_count = kDefaultSmCount;
+  if (p.kernel != kKernelV3 || int64_t(kHeadDim / 32) * b.HV * b.sequences > 4 * int64_t(sm_count)) return p;
+  const int64_t max_chunks = chunks_of(b.max_len());
+  Plan best = p;
+  double best_us = 0.9 * modeled_scan_us(b, p, sm_count);
+  for (int L = 4; L < max_chunks && L <= 512; L *= 2)
+    for (const int bv : {32, 64})
+      for (const int cp_bv : {32, 64}) {
+        Plan q = p;
+        q.seg_chunks = L, q.block_v = bv, q.cp_block_v = cp_bv;
+        const double us = modeled_scan_us(b, q, sm_count);
+        if (us < best_us) best = q, best_us = us;
+      }
+  return best;
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
@@ -30,13 +111,25 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0)
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
+  const std::string cp =
+      kernel == kKernelV3 && seg_chunks > 0
+          ? fmt::format("; context parallel: segments of {} chunks ({} segment slots), transition pass at block_v {}, "
+                        "fixup in fp32, {:.1f} MiB of segment states; bits depend on the segment length, so on the batch "
+                        "(not batch-invariant); modelled scan {:.0f} us, {:.0f} us unsplit",
+                        seg_chunks, segment_count(b.tokens, b.sequences, seg_chunks), cp_block_v,
+                        3 * segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0,
+                        modeled_scan_us(b, *this, sm_count), [&] {
+                          Plan off = *this;
+                          off.seg_chunks = 0;
+                          return modeled_scan_us(b, off, sm_count);
+                        }())
+          : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
-                     "{}, mma.sync bf16/f16 operands, fp32 state in registers",
-                     kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how);
+                     "{}, mma.sync bf16/f16 operands, fp32 state in registers{}",
+                     kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how, cp);
 }
 
 std::string unsupported_reason(const Shape& s) {
-  if (s.prefill_pool()) return "the pool form (state pool and indices) is not built yet (docs/notes/prefill-pool.md)";
   if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16)
     return fmt::format("inputs must be bf16 or f16 (got {})", to_string(s.input_dtype));
   if (s.dk != kHeadDim || s.dv != kHeadDim)
@@ -62,12 +155,14 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   return p;
 }
 
-Plan choose(const Batch& b, int sm_count) { return choose(b, sm_count, kKernelV3); }
+Plan choose(const Batch& b, int sm_count) { return choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count); }
 
 Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
-        "sm90 plan override '{}': {} (expected block_v=32|64|128 and/or kernel=v1|v2|v3, comma-separated)", spec, why));
+        "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3, cp=off|<chunks per segment>, "
+        "cp_block_v=32|64, comma-separated)",
+        spec, why));
   };
   Override o;
   for (size_t at = 0; !spec.empty() && at != std::string_view::npos;) {  // every field, empty ones too
@@ -87,6 +182,22 @@ Override parse_override(std::string_view spec) {
       else if (value == "v2") o.kernel = kKernelV2;
       else if (value == "v3") o.kernel = kKernelV3;
       else throw bad("kernel must be v1, v2 or v3");
+    } else if (key == "cp") {
+      if (value == "off") {
+        o.seg_chunks = 0;
+      } else {
+        int chunks = 0;
+        for (const char ch : value) {
+          if (ch < '0' || ch > '9' || chunks > 65536) throw bad("cp must be off or a number of chunks per segment, 1..65536");
+          chunks = chunks * 10 + (ch - '0');
+        }
+        if (value.empty() || chunks < 1 || chunks > 65536) throw bad("cp must be off or a number of chunks per segment, 1..65536");
+        o.seg_chunks = chunks;
+      }
+    } else if (key == "cp_block_v") {
+      if (value == "32") o.cp_block_v = 32;
+      else if (value == "64") o.cp_block_v = 64;
+      else throw bad("cp_block_v must be 32 or 64");
     } else {
       throw bad(fmt::format("unknown key '{}'", key));
     }
@@ -98,6 +209,8 @@ namespace {
 Plan checked(const Plan& p, std::string_view spec) {
   if (p.kernel != kKernelV1 && p.block_v == 128)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v{} has block_v 32 or 64", spec, p.kernel));
+  if (p.kernel != kKernelV3 && p.seg_chunks > 0)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
   return p;
 }
 }  // namespace
@@ -107,6 +220,9 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   Plan p = chosen;
   if (o.kernel != 0) p.kernel = o.kernel;
   if (o.block_v != 0) p.block_v = o.block_v;
+  if (o.seg_chunks >= 0) p.seg_chunks = o.seg_chunks;
+  if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
+  if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   return checked(p, spec);
 }
 
@@ -114,8 +230,12 @@ Plan plan_for(const Batch& b, int sm_count) {
   const char* spec = std::getenv("GDNBENCH_SM90_PLAN");
   if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
   const Override o = parse_override(spec);
-  Plan p = o.kernel != 0 ? choose(b, sm_count, o.kernel) : choose(b, sm_count);
+  // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).
+  Plan p = (o.kernel != 0 && o.kernel != kKernelV3) || o.seg_chunks == 0 ? choose(b, sm_count, o.kernel != 0 ? o.kernel : kKernelV3)
+                                                                          : choose(b, sm_count);
   if (o.block_v != 0) p.block_v = o.block_v;
+  if (o.seg_chunks >= 0) p.seg_chunks = o.seg_chunks;
+  if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
   return checked(p, spec);
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/shape.h"
 #include "prefill/sm90/smem_layout.h"
@@ -20,23 +21,39 @@ constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be as
 struct Batch {
   int64_t sequences = 0, tokens = 0;
   int HV = 0, K = 0, V = 0;
+  std::vector<int64_t> lens;  // tokens per sequence (the context-parallel plan and its cost model)
   static Batch of(const Shape& s);
+  int64_t max_len() const;
 };
 
 struct Plan {
   int block_v = 128;       // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp); v2, v3: 64 or 32
   int kernel = kKernelV1;  // kKernelV1 (kernel.cuh), kKernelV2 (kernel_v2.cuh) or kKernelV3 (prep_kernel.cuh, kernel_v3.cuh)
+  // Context parallelism (v3 only; segments.h): sequences cut into segments of seg_chunks chunks
+  // (0: off), the transition pass at cp_block_v columns per CTA.
+  int seg_chunks = 0;
+  int cp_block_v = 64;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
   int v_blocks(int V) const { return V / block_v; }
-  int64_t ctas(const Batch& b) const { return int64_t(v_blocks(b.V)) * b.HV * b.sequences; }
+  // Scan CTAs (one per value block, value head and segment slot; segments.h).
+  int64_t ctas(const Batch& b) const;
   int smem_bytes() const { return SmemLayout(block_v, kernel).bytes; }
   // One line, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 prepare the next chunk),
   // 128 CTAs on 132 SMs, 149.0 KiB smem, kernel v2 ...".
   std::string describe(const Batch& b, int sm_count) const;
-  bool operator==(const Plan& o) const { return block_v == o.block_v && kernel == o.kernel; }
+  bool operator==(const Plan& o) const {
+    return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks && (seg_chunks == 0 || cp_block_v == o.cp_block_v);
+  }
 };
+
+// The scan's modelled time in microseconds (kernel v3; the preparation, the same with or without
+// context parallelism, is left out): each pass's CTAs placed longest chain first on the SM that
+// frees first, one CTA per SM, a chunk costing kChunkUs at its block_v (kTransitionUs in the
+// transition pass), plus the fixup's segment steps and the two extra launches. The constants are
+// H200 measurements (docs/notes/prefill-sm90.md).
+double modeled_scan_us(const Batch& b, const Plan& p, int sm_count);
 
 // "" when the kernel handles the shape, else why not (head sizes other than 128 are declined).
 std::string unsupported_reason(const Shape& s);
@@ -51,15 +68,23 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 // 4.727 / 1.911; 16/32 1x2048 0.347 / 0.306 / 0.134; 16/64 4096x8 2.668 / 4.800 / 2.635; 16/32
 // 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
-// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3
-// (0 where not given); throws std::invalid_argument naming the spec.
+// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3,
+// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64 (0 / -1 where not given); throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
+  int seg_chunks = -1;  // cp=off (0) or cp=<chunks per segment>; -1 when not given
+  int cp_block_v = 0;
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
 // malformed spec or a plan no kernel has (v2 or v3 with block_v 128).
 Plan apply_override(const Plan& chosen, std::string_view spec);
+// The context-parallel plan for a v3 plan `p` (its block_v for the scan): the segment length
+// (4 .. 512 chunks, powers of two) and block_v of both passes with the least modelled time, if it
+// beats `p`'s by 10 %, else `p`. Considered only when the unsplit grid at block_v 32 is under
+// four waves (few heads x few sequences); a split makes a sequence's bits depend on the segment
+// length, so on the batch.
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count);
 // choose() for the override's kernel (else the default choice), then its block_v, when
 // GDNBENCH_SM90_PLAN is set.
 Plan plan_for(const Batch& b, int sm_count);

@@ -19,6 +19,7 @@
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/state_ref.cuh"
 
 namespace gdn::sm90 {
 
@@ -27,31 +28,32 @@ template <class In, int BV, int Ver> struct StateWarp {
   float s[kHeadDim / 8][4];
   int lane = 0, lc = 0;
 
-  __device__ __forceinline__ int64_t state_base(const prefill::Args& a, int64_t n, int h) const {
-    return (n * a.HV + h) * int64_t(kHeadDim) * kHeadDim;
-  }
-  // Offset of state element (head dim d, value column v) in the kv ([K][V]) or vk ([V][K]) layout.
-  __device__ __forceinline__ int64_t elem(const prefill::Args& a, int d, int v) const {
-    return a.layout == Layout::kv ? int64_t(d) * kHeadDim + v : int64_t(v) * kHeadDim + d;
-  }
-
-  __device__ __forceinline__ void load(const prefill::Args& a, int64_t n, int h, int vcol0) {
+  // The warp's columns of the state at r (state_ref.cuh: zeros when r is null), the CTA's
+  // columns starting at value column vcol0 of r.
+  __device__ __forceinline__ void load(const StateRef& r, int vcol0) {
     const int g = lane >> 2, t = lane & 3;
-    const int64_t base = state_base(a, n, h);
 #pragma unroll
     for (int nt = 0; nt < kHeadDim / 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[nt][e] = a.h0 ? a.h0[base + elem(a, 8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1))] : 0.f;
+      for (int e = 0; e < 4; ++e) s[nt][e] = r.read(8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1));
   }
-
-  __device__ __forceinline__ void store(const prefill::Args& a, int64_t n, int h, int vcol0) const {
+  // Columns vcol0 + lc .. of the identity (context parallelism's transition pass: the state
+  // map's K x K matrix is the end state of the identity with v = 0).
+  __device__ __forceinline__ void load_identity(int vcol0) {
     const int g = lane >> 2, t = lane & 3;
-    const int64_t base = state_base(a, n, h);
 #pragma unroll
     for (int nt = 0; nt < kHeadDim / 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) a.ht[base + elem(a, 8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1))] = s[nt][e];
+      for (int e = 0; e < 4; ++e) s[nt][e] = 8 * nt + 2 * t + (e & 1) == vcol0 + lc + g + 8 * (e >> 1) ? 1.f : 0.f;
+  }
+  // The warp's columns into r (nothing when r is null; bf16 rounds to nearest even).
+  __device__ __forceinline__ void store(const StateRef& r, int vcol0) const {
+    if (r.p == nullptr) return;
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < kHeadDim / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) r.write(8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1), s[nt][e]);
   }
 
   // acc += src m^T over the chunk's 64 tokens, src as accumulator tiles (rounded to f16 for the
@@ -75,8 +77,33 @@ template <class In, int BV, int Ver> struct StateWarp {
     }
   }
 
+  // o: rounded into this warp's own columns of the v stage (its v is consumed), then each valid
+  // token's 32 bytes copied out in two 16-byte stores.
+  __device__ __forceinline__ void store_o(const float (&o)[8][4], uint8_t* vt, int rows, int64_t row0,
+                                          const prefill::Args& a, int h, int vcol0) const {
+    constexpr int VR = v_row_elems(BV);
+    const int g = lane >> 2, t = lane & 3;
+    uint16_t* ov = reinterpret_cast<uint16_t*>(vt) + lc;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int i0 = 8 * nt + 2 * t;
+      ov[i0 * VR + g] = to_bits<In>(o[nt][0]);
+      ov[(i0 + 1) * VR + g] = to_bits<In>(o[nt][1]);
+      ov[i0 * VR + g + 8] = to_bits<In>(o[nt][2]);
+      ov[(i0 + 1) * VR + g + 8] = to_bits<In>(o[nt][3]);
+    }
+    __syncwarp();
+    for (int e = lane; e < 2 * rows; e += 32) {
+      const int r = e >> 1, half = e & 1;
+      const uint4 val = *reinterpret_cast<const uint4*>(ov + r * VR + 8 * half);
+      *reinterpret_cast<uint4*>(a.o + ((row0 + r) * a.HV + h) * kHeadDim + vcol0 + lc + 8 * half) = val;
+    }
+  }
+
   // One chunk of `rows` valid tokens starting at packed row row0, from stage `stage` and the
-  // preparation's buffer `buf`; writes o.
+  // preparation's buffer `buf`; writes o (kOut), else only advances the state (context
+  // parallelism's transition pass: no (Q S)^T, no O).
+  template <bool kOut = true>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
     constexpr SmemLayout L(BV, Ver);
@@ -103,11 +130,13 @@ template <class In, int BV, int Ver> struct StateWarp {
       for (int np = 0; np < 4; ++np) {
         uint32_t bk[4], bq[4];
         ptx::ldmatrix_x4(bk, k_kk + uint32_t(np) * 2048);
-        ptx::ldmatrix_x4(bq, q_kk + uint32_t(np) * 2048);
+        if constexpr (kOut) ptx::ldmatrix_x4(bq, q_kk + uint32_t(np) * 2048);
         mma(w[2 * np], as, bk[0], bk[1]);
         mma(w[2 * np + 1], as, bk[2], bk[3]);
-        mma(o[2 * np], as, bq[0], bq[1]);
-        mma(o[2 * np + 1], as, bq[2], bq[3]);
+        if constexpr (kOut) {
+          mma(o[2 * np], as, bq[0], bq[1]);
+          mma(o[2 * np + 1], as, bq[2], bq[3]);
+        }
       }
     }
     // W^T = V^T - U^T diag(ek). ldmatrix.trans of tokens 16 np.. x columns lc..: vtr[0] / vtr[1]
@@ -132,13 +161,15 @@ template <class In, int BV, int Ver> struct StateWarp {
     zero(vd);
     times_lower_transposed(vd, w, s0 + L.ag(buf) + bl);
     // O^T = (Q S)^T diag(eq) + V_d^T P_g^T.
+    if constexpr (kOut) {
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int i0 = 8 * nt + 2 * t;
-      const float e0 = eq[i0], e1 = eq[i0 + 1];
-      o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
+      for (int nt = 0; nt < 8; ++nt) {
+        const int i0 = 8 * nt + 2 * t;
+        const float e0 = eq[i0], e1 = eq[i0 + 1];
+        o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
+      }
+      times_lower_transposed(o, vd, s0 + L.pg(buf) + bl);
     }
-    times_lower_transposed(o, vd, s0 + L.pg(buf) + bl);
     // S^T = e^G S^T + (V_d^T diag(eu)) K; eu is 0 past the last valid token.
     const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
 #pragma unroll
@@ -164,23 +195,7 @@ template <class In, int BV, int Ver> struct StateWarp {
         mma(s[2 * np + 1], ap, b[2], b[3]);
       }
     }
-    // o: rounded into this warp's own columns of the v stage (its v is consumed), then each
-    // valid token's 32 bytes copied out in two 16-byte stores.
-    uint16_t* ov = reinterpret_cast<uint16_t*>(vt) + lc;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int i0 = 8 * nt + 2 * t;
-      ov[i0 * VR + g] = to_bits<In>(o[nt][0]);
-      ov[(i0 + 1) * VR + g] = to_bits<In>(o[nt][1]);
-      ov[i0 * VR + g + 8] = to_bits<In>(o[nt][2]);
-      ov[(i0 + 1) * VR + g + 8] = to_bits<In>(o[nt][3]);
-    }
-    __syncwarp();
-    for (int e = lane; e < 2 * rows; e += 32) {
-      const int r = e >> 1, half = e & 1;
-      const uint4 val = *reinterpret_cast<const uint4*>(ov + r * VR + 8 * half);
-      *reinterpret_cast<uint4*>(a.o + ((row0 + r) * a.HV + h) * kHeadDim + vcol0 + lc + 8 * half) = val;
-    }
+    if constexpr (kOut) store_o(o, vt, rows, row0, a, h, vcol0);
   }
 };
 
