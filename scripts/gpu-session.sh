@@ -11,6 +11,7 @@
 #   decode        configs/decode.yaml: FLA and FlashInfer, then ours, tables with every peer
 #   mtp           configs/mtp.yaml, likewise
 #   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
+#                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads)
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
 # An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
 # kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
@@ -164,7 +165,15 @@ for step in "$@"; do
     decode) versus decode configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
     mtp) versus mtp configs/mtp.yaml "${OURS:-mtp/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
     legacy) versus legacy configs/legacy-sm75.yaml "${OURS:-prefill/sm75_legacy}" "fla:fla/fused_recurrent" ;;
-    prefill) versus prefill configs/qwen35-prefill.yaml "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
+    prefill)
+      # VERIFY_HEADS=n verifies ours on n value heads per case (the fp64 reference of every head of
+      # the 171 cells takes longer than a call); the points, and so the peers' plan, are the same.
+      config=configs/qwen35-prefill.yaml
+      if [ -n "${VERIFY_HEADS:-}" ]; then
+        config="$PEER_OUT/qwen35-prefill.verify$VERIFY_HEADS.yaml"
+        sed "s/^    op: prefill\$/    op: prefill\n    verify_heads: $VERIFY_HEADS/" configs/qwen35-prefill.yaml > "$config"
+      fi
+      versus prefill "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
     *) echo "unknown step $step"; exit 3 ;;
   esac
 done
