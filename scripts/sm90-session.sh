@@ -13,7 +13,8 @@
 #            1024x8, 16/32 4096x2, 16/64 4096x8), each verified on two value heads first; one table
 #            per kernel, with the per-kernel breakdown. AB_SET=cp times the points context
 #            parallelism is for instead (2/8 at 1x32768, 1x8192, 1x2048, 28672+4096, 16384x2;
-#            16/32 1x32768)
+#            16/32 1x32768); AB_SET=wide the many-head, many-sequence ones (16/64, 16/32, 8/32 at
+#            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -68,7 +69,18 @@ for step in $steps; do
       {
         echo "description: prefill/sm90 A/B, set ${AB_SET:-qwen} (scripts/sm90-session.sh ab)"
         printf 'defaults:\n  variant: "*"\n  seed: 20260101\n  head_dim: 128\n  h0: true\n  verify_heads: 2\ncases:\n'
-        if [ "${AB_SET:-qwen}" = cp ]; then
+        if [ "${AB_SET:-qwen}" = wide ]; then
+          cat <<'YAML'
+  - name: wide-many-sequences
+    op: prefill
+    heads: ["16/64", "16/32", "8/32"]
+    seqlens: ["4096x8", "8192x4", "16384x2"]
+  - name: wide-one-sequence
+    op: prefill
+    heads: ["16/16", "16/64"]
+    seqlens: "1x32768"
+YAML
+        elif [ "${AB_SET:-qwen}" = cp ]; then
           cat <<'YAML'
   - name: cp-few-heads
     op: prefill

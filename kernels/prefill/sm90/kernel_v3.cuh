@@ -120,45 +120,45 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   }
   const int count = w.c_end - c_begin;
 
-  StateWarp<In, BV, kKernelV3> st;
-  st.lane = tid & 31;
-  st.lc = warp * kColsPerWarp;
+  // The two roles in separate branches with the same barriers (ptxas allocates 215-217 registers
+  // instead of 229 for the shared loop; and a role's registers could be rebalanced by setmaxnreg).
   if (is_state) {
+    StateWarp<In, BV, kKernelV3> st;
+    st.lane = tid & 31;
+    st.lc = warp * kColsPerWarp;
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
-  }
-
-  auto load = [&](int i) {
-    const int c = c_begin + i;
-    load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
-    load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-    load_slot<BV, NL>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
-  };
-  if (!is_state) {
-    if (count > 0) load(0);
-    __pipeline_commit();
-  }
-  for (int i = 0; i <= count; ++i) {
-    if (is_state) {
+    for (int i = 0; i <= count; ++i) {
       if (i > 0) {
         const int j = i - 1, c = c_begin + j;
         st.template chunk<kOut>(smem, j % 3, j % 3, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       }
-    } else if (i < count) {
-      if (i + 1 < count) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
-      __pipeline_commit();
-      __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      if constexpr (!std::is_same_v<In, __half>) {
-        ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-        qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
-      }
+      __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
     }
-    __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
-  }
-  if (is_state) {
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
+  } else {
+    auto load = [&](int i) {
+      const int c = c_begin + i;
+      load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+      load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
+      load_slot<BV, NL>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+    };
+    if (count > 0) load(0);
+    __pipeline_commit();
+    for (int i = 0; i <= count; ++i) {
+      if (i < count) {
+        if (i + 1 < count) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
+        __pipeline_commit();
+        __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
+        if constexpr (!std::is_same_v<In, __half>) {
+          ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
+          qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+        }
+      }
+      __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
+    }
   }
 }
 

@@ -77,7 +77,7 @@ struct Override {
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
-// malformed spec or a plan no kernel has (v2 or v3 with block_v 128).
+// malformed spec or a plan no kernel has (v2 or v3 with block_v 128, a split without v3).
 Plan apply_override(const Plan& chosen, std::string_view spec);
 // The context-parallel plan for a v3 plan `p` (its block_v for the scan): the segment length
 // (4 .. 512 chunks, powers of two) and block_v of both passes with the least modelled time, if it
