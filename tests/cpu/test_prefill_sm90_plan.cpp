@@ -318,6 +318,7 @@ TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   const std::string line = few.describe(b, 132);
   EXPECT_TRUE(test::contains(line, "context parallel: segments of")) << line;
   EXPECT_TRUE(test::contains(line, "not batch-invariant")) << line;
+  EXPECT_TRUE(test::contains(line, "947 us unsplit")) << line;  // the unsplit plan's own block_v (32)
   EXPECT_FALSE(test::contains(off.describe(b, 132), "context parallel"));
 }
 

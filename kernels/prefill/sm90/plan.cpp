@@ -118,11 +118,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         "(not batch-invariant); modelled scan {:.0f} us, {:.0f} us unsplit",
                         seg_chunks, segment_count(b.tokens, b.sequences, seg_chunks), cp_block_v,
                         3 * segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0,
-                        modeled_scan_us(b, *this, sm_count), [&] {
-                          Plan off = *this;
-                          off.seg_chunks = 0;
-                          return modeled_scan_us(b, off, sm_count);
-                        }())
+                        modeled_scan_us(b, *this, sm_count), modeled_scan_us(b, choose(b, sm_count, kKernelV3), sm_count))
           : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
                      "{}, mma.sync bf16/f16 operands, fp32 state in registers{}",
