@@ -18,6 +18,10 @@
 # it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
 # (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); that archive (or its
 # JSON files) put in .carry/peer-results/ and carried seeds $PEER_OUT when the host went cold.
+# MODE=graph|hot|cold (default cold) is passed to every peer harness and to ours (--mode); a mode
+# other than cold names the op's reports NAME-MODE (e.g. prefill-graph). Cold spans include the
+# host's gaps between a call's kernels (FlashQLA plans its CP on the host per call); graph mode
+# replays a captured call, so it times the device work alone.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.carry/gdn/bin}
@@ -112,7 +116,7 @@ versus() {
     budget=$(($(left) - ${POINT_RESERVE:-90}))
     if ((budget < 30)); then all=0; continue; fi
     timeout -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
-      --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" 2>&1 |
+      --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" --mode "${MODE:-cold}" 2>&1 |
       grep -v '^ ' | tail -n "${PEER_LOG_LINES:-8}"
     if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but ours still runs
       echo "$name: $peer wrote no report: no $peer column"
@@ -129,7 +133,7 @@ versus() {
     local resume=()
     [ -f "$ours_json" ] && resume=(--resume "$ours_json")
     if ((budget > 30)); then
-      timeout -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
+      timeout -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" --mode "${MODE:-cold}" \
         --json "$ours_json" "${resume[@]}" "${peer_args[@]}" ${peer_args:+--peer-markdown "$PEER_OUT/$name.peers.md"}
       complete "$ours_json" || all=0
     else
@@ -143,6 +147,10 @@ versus() {
 }
 
 START=$SECONDS
+# MODE=graph (or hot) times peers and ours that way (CUDA-graph replay: no host gaps between a
+# call's kernels) and names the op's reports NAME-graph, so they never mix with the cold ones.
+suffix=""
+[ -n "${MODE:-}" ] && [ "$MODE" != cold ] && suffix="-$MODE"
 for step in "$@"; do
   echo "=== $step"
   case $step in
@@ -161,10 +169,10 @@ for step in "$@"; do
       ;;
     peers-install) peers_install ;;
     peers-check) peers_check ;;
-    smoke) versus smoke configs/peers-smoke.yaml "${OURS:-*}" "fla:fla/chunk,fla/fused_recurrent flashinfer: flashqla:" ;;
-    decode) versus decode configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
-    mtp) versus mtp configs/mtp.yaml "${OURS:-mtp/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
-    legacy) versus legacy configs/legacy-sm75.yaml "${OURS:-prefill/sm75_legacy}" "fla:fla/fused_recurrent" ;;
+    smoke) versus "smoke$suffix" configs/peers-smoke.yaml "${OURS:-*}" "fla:fla/chunk,fla/fused_recurrent flashinfer: flashqla:" ;;
+    decode) versus "decode$suffix" configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
+    mtp) versus "mtp$suffix" configs/mtp.yaml "${OURS:-mtp/fast}" "fla:fla/fused_recurrent flashinfer:" ;;
+    legacy) versus "legacy$suffix" configs/legacy-sm75.yaml "${OURS:-prefill/sm75_legacy}" "fla:fla/fused_recurrent" ;;
     prefill)
       # VERIFY_HEADS=n verifies ours on n value heads per case (the fp64 reference of every head of
       # the 171 cells takes longer than a call); the points, and so the peers' plan, are the same.
@@ -173,7 +181,7 @@ for step in "$@"; do
         config="$PEER_OUT/qwen35-prefill.verify$VERIFY_HEADS.yaml"
         sed "s/^    op: prefill\$/    op: prefill\n    verify_heads: $VERIFY_HEADS/" configs/qwen35-prefill.yaml > "$config"
       fi
-      versus prefill "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
+      versus "prefill$suffix" "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
     *) echo "unknown step $step"; exit 3 ;;
   esac
 done
