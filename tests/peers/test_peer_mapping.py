@@ -283,10 +283,37 @@ def check_list(c):
         os.unlink(f.name)
 
 
+def check_resume_reverifies(c):
+    """--resume keeps finished records, but not one left unverified for its length that the
+    current --verify-max-steps covers (it runs again, verified)."""
+    from peerlib import cli
+    from peerlib.peers import PEERS
+    peer = PEERS["fla"]
+    long_case = {"case": "a", "status": "ok", "verification": {"scope": "not verified: too large (32768 steps > 16384)"}}
+    huge_case = {"case": "b", "status": "ok", "verification": {"scope": "not verified: too large (65536 steps > 16384)"}}
+    work_case = {"case": "c", "status": "ok", "verification": {"scope": "not verified: too large (123 state-update work)"}}
+    done_case = {"case": "d", "status": "ok", "verification": {"scope": "full", "ran": True, "pass": True}}
+    error_case = {"case": "e", "status": "error", "verification": {"scope": "full"}}
+    c(cli.verifiable_now(long_case, 32768) and not cli.verifiable_now(long_case, 16384), "32768 steps: verifiable at 32768")
+    c(not cli.verifiable_now(huge_case, 32768) and not cli.verifiable_now(work_case, 32768)
+      and not cli.verifiable_now(done_case, 32768), "too long, too much work or verified: kept")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"tool": {"name": peer.name, "version": "1"}, "mode": "cold",
+                   "cases": [long_case, huge_case, work_case, done_case, error_case]}, f)
+    try:
+        kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold", 32768)]
+        c(kept == ["b", "c", "d"], f"kept on resume at 32768 steps: {kept}")
+        kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold")]
+        c(kept == ["a", "b", "c", "d"], f"kept without a step limit: {kept}")
+        c(cli.previous_cases(peer, f.name, "1", "graph", 32768) == [], "another mode: nothing kept")
+    finally:
+        os.unlink(f.name)
+
+
 def main():
     c = Checker()
     for part in (check_decode, check_mtp, check_prefill, check_caps_and_loading, check_fla_dispatch,
-                 check_every_variant_maps, check_list):
+                 check_every_variant_maps, check_list, check_resume_reverifies):
         part(c)
     print(f"peer mapping: {c.passed} passed, {c.failed} failed")
     return 0 if c.failed == 0 else 1

@@ -3,6 +3,7 @@ plan, --list, --resume, the run loop. A harness is `cli.main(peers.PEERS[name], 
 
 import argparse
 import json
+import re
 import sys
 import time
 
@@ -41,7 +42,8 @@ def parse_args(peer, argv, doc):
                    help="verify every head when tokens x HV x K x V is at most this")
     p.add_argument("--verify-max-sampled-work", type=float, default=float(1 << 31),
                    help="else verify 4 whole value heads when their work is at most this")
-    p.add_argument("--verify-max-steps", type=int, default=16384, help="longest sequence the reference walks")
+    p.add_argument("--verify-max-steps", type=int, default=32768,
+                   help="longest sequence the reference walks (32768: every qwen35 prefill cell, ~2 s of token loop)")
     p.add_argument("--self-test", action="store_true", help="check the pure-Python parts and exit")
     p.add_argument("--write-sample-report", metavar="PATH", help="write a schema-test report (no measurement) and exit")
     p.add_argument("--list", action="store_true", help="print what would run for each plan point and exit")
@@ -84,8 +86,16 @@ def selected_points(args, plan):
     return points[: args.count] if args.count > 0 else points
 
 
-def previous_cases(peer, path, version, mode):
-    """Finished records (not errors) of an earlier run of the same peer version and mode."""
+def verifiable_now(case, max_steps):
+    """A record left unverified for its length ("too large (N steps > M)") that max_steps now
+    covers: --resume runs it again rather than keep an unverified number."""
+    m = re.match(r"not verified: too large \((\d+) steps > \d+\)", case.get("verification", {}).get("scope", ""))
+    return m is not None and int(m.group(1)) <= max_steps
+
+
+def previous_cases(peer, path, version, mode, max_steps=None):
+    """Finished records (not errors) of an earlier run of the same peer version and mode; with
+    max_steps, not those it would now verify (verifiable_now)."""
     try:
         with open(path) as f:
             old = json.load(f)
@@ -95,7 +105,8 @@ def previous_cases(peer, path, version, mode):
             or old.get("mode") != mode:
         print(f"{peer.name}_peer: --resume ignores '{path}' (another peer, version or mode)", file=sys.stderr)
         return []
-    return [c for c in old.get("cases", []) if c.get("status") != "error"]
+    return [c for c in old.get("cases", [])
+            if c.get("status") != "error" and not (max_steps is not None and verifiable_now(c, max_steps))]
 
 
 def list_plan(peer, args):
@@ -146,7 +157,7 @@ def run(peer, args, argv):
                             [devices.device_info(args.device)], rp.now_iso(), harness, tool_name=peer.name)
     r = runner.Runner(args, peer, loaded, args.device, report, args.out)
     if args.resume:
-        for c in previous_cases(peer, args.out, loaded.version, args.mode):
+        for c in previous_cases(peer, args.out, loaded.version, args.mode, args.verify_max_steps):
             report["cases"].append(c)
             r.done.add((c["case"], c["variant"], c["shape_key"], c["seed"]))
     r.save()
