@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A GPU session of prefill/sm90 (issue 24) for an H100/H200, sized for one 10-minute call. Runs
 # from the repository root with the binaries scripts/pack-gpu.sh packs (.carry/gdn/bin, or the
-# archive .carry/gdn.tar.xz) and writes logs and JSON reports to $OUT (else out/).
+# archive .carry/gdn.tar.xz; BIN=.carry/NAME/bin for another pack) and writes logs and JSON
+# reports to $OUT (else out/).
 # Usage: scripts/sm90-session.sh [STEP...]   (default: tests edge prefill)
 #   tests    gpu_test_prefill_sm90 (edge cases for kernels v1 and v2, 1000 launches bit-identical,
 #            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
@@ -30,7 +31,10 @@ BIN=${BIN:-.carry/gdn/bin}
 OUT_DIR=${OUT_DIR:-${OUT:-out}}
 mkdir -p "$OUT_DIR"
 G="$BIN/gdnbench"
-if [ ! -x "$G" ] && [ -f .carry/gdn.tar.xz ]; then tar -C .carry -xJf .carry/gdn.tar.xz; fi
+# BIN=.carry/NAME/bin unpacks .carry/NAME.tar.xz (PACK_DIR=.carry/NAME scripts/pack-gpu.sh): two
+# builds (a branch beside main) travel in one call and each step runs the one BIN names.
+archive="${BIN%/bin}.tar.xz"
+if [ ! -x "$G" ] && [ -f "$archive" ]; then tar -C "$(dirname "$archive")" -xJf "$archive"; fi
 if [ -z "${GDNBENCH_CUPTI_PATH:-}" ]; then
   cupti=$(find /usr/local /opt /usr/lib -name 'libcupti.so.13*' 2>/dev/null | head -n 1)
   [ -n "$cupti" ] && export GDNBENCH_CUPTI_PATH="$cupti"
