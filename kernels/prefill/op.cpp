@@ -64,9 +64,11 @@ std::string validate(const Shape& s) {
   if (s.seqlens.empty()) return "prefill needs at least one sequence";
   int64_t total = 0;
   for (auto l : s.seqlens) {
-    if (l < 1) return fmt::format("sequence lengths must be >= 1 (got {})", l);
+    // 0 is legal (a repeated cu_seqlens entry: no output, final state = initial state).
+    if (l < 0) return fmt::format("sequence lengths must be >= 0 (got {})", l);
     total += l;
   }
+  if (total < 1) return "prefill needs at least one token in the batch";
   if (total > (int64_t(1) << 31) - 1) return fmt::format("total tokens {} overflow int32 cu_seqlens", total);
   if (s.prefill_pool()) {
     if (!s.has_h0) return "h0: false has no meaning in the pool form (a sequence with index -1 starts from zero)";

@@ -201,12 +201,14 @@ Axis parse_heads(const Checker& c, const ConfigNode& n, const std::string& path)
   return out;
 }
 
-// One sequence set: "1x8192" / "4096+4096", a single length, or a list of explicit lengths.
+// One sequence set: "1x8192" / "4096+4096", a single length, or a list of explicit lengths; an
+// explicit length may be 0 (an empty sequence) if the set has a token.
 AxisValue sequence_set(const Checker& c, const ConfigNode& n, const std::string& path) {
   std::vector<int64_t> lengths;
   if (n.is_list()) {
     if (n.items.empty()) c.fail(n, path, "empty list of sequence lengths");
-    for (std::size_t i = 0; i < n.items.size(); ++i) lengths.push_back(c.integer(n.items[i], element(path, i), 1));
+    // 0 is an empty sequence (a repeated cu_seqlens entry), legal inside a batch.
+    for (std::size_t i = 0; i < n.items.size(); ++i) lengths.push_back(c.integer(n.items[i], element(path, i), 0));
   } else if (n.is_scalar() && scalar_type(n) == ScalarType::integer) {
     lengths.push_back(c.integer(n, path, 1));
   } else if (n.is_scalar() && scalar_type(n) == ScalarType::string) {
@@ -221,6 +223,7 @@ AxisValue sequence_set(const Checker& c, const ConfigNode& n, const std::string&
   int64_t total = 0;
   for (auto l : lengths)
     if (__builtin_add_overflow(total, l, &total)) c.fail(n, path, "total tokens overflow int64");
+  if (total < 1) c.fail(n, path, "a sequence set needs at least one token (empty sequences are legal beside others)");
   return {n.line, path, n.describe(), [lengths](Point& pt) { pt.shape.seqlens = lengths; }};
 }
 

@@ -30,14 +30,18 @@ std::string Shape::seqlens_label() const {
 // Shape::key() is built from the axis table: src/core/axes.cpp.
 
 namespace {
-int64_t parse_positive(const std::string& part, const std::string& whole) {
+// A number of a sequence set, at least `least` (counts and "NxL" lengths 1; a '+' entry 0: an
+// empty sequence, a repeated cu_seqlens entry).
+int64_t parse_count(const std::string& part, const std::string& whole, int64_t least) {
   if (part.empty()) throw std::invalid_argument(fmt::format("empty number in sequence set '{}'", whole));
   for (char c : part)
     if (c < '0' || c > '9')
-      throw std::invalid_argument(fmt::format("'{}' in sequence set '{}' is not a positive integer", part, whole));
+      throw std::invalid_argument(fmt::format("'{}' in sequence set '{}' is not a non-negative integer", part, whole));
   if (part.size() > 12) throw std::invalid_argument(fmt::format("'{}' in sequence set '{}' is too large", part, whole));
   int64_t v = std::stoll(part);
-  if (v < 1) throw std::invalid_argument(fmt::format("sequence lengths must be >= 1 (got {} in '{}')", v, whole));
+  if (v < least)
+    throw std::invalid_argument(least == 1 ? fmt::format("'NxL' counts and lengths must be >= 1 (got {} in '{}')", v, whole)
+                                           : fmt::format("sequence lengths must be >= 0 (got {} in '{}')", v, whole));
   return v;
 }
 }  // namespace
@@ -48,8 +52,8 @@ std::vector<int64_t> parse_seqlens(const std::string& text) {
   if (x != std::string::npos) {
     if (text.find('+') != std::string::npos)
       throw std::invalid_argument(fmt::format("sequence set '{}' mixes 'x' and '+'", text));
-    int64_t a = parse_positive(text.substr(0, x), text);
-    int64_t b = parse_positive(text.substr(x + 1), text);
+    int64_t a = parse_count(text.substr(0, x), text, 1);
+    int64_t b = parse_count(text.substr(x + 1), text, 1);
     int64_t count = std::min(a, b), length = std::max(a, b);
     if (count > (int64_t(1) << 24))
       throw std::invalid_argument(fmt::format("sequence set '{}' has too many sequences", text));
@@ -59,7 +63,7 @@ std::vector<int64_t> parse_seqlens(const std::string& text) {
   size_t start = 0;
   while (true) {
     auto plus = text.find('+', start);
-    out.push_back(parse_positive(text.substr(start, plus - start), text));
+    out.push_back(parse_count(text.substr(start, plus - start), text, 0));
     if (plus == std::string::npos) break;
     start = plus + 1;
   }

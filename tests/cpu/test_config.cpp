@@ -168,6 +168,9 @@ TEST(Config, SeqlensForms) {
   EXPECT_EQ(sets("[100, 200]"), (S{{100}, {200}}));  // a list of two one-sequence sets
   EXPECT_EQ(sets("[[100, 200, 37]]"), (S{{100, 200, 37}}));  // explicit lengths are nested
   EXPECT_EQ(sets("[\"1x64\", 5, [1, 2]]"), (S{{64}, {5}, {1, 2}}));
+  // Empty sequences (repeated cu_seqlens entries) beside others, in both explicit forms.
+  EXPECT_EQ(sets("0+40+0+70+0"), (S{{0, 40, 0, 70, 0}}));
+  EXPECT_EQ(sets("[[0, 5, 0]]"), (S{{0, 5, 0}}));
 }
 
 TEST(Config, ScalarAxesAndCaseScalars) {
@@ -456,8 +459,10 @@ TEST(ConfigErrors, ImpossibleValues) {
   EXPECT_TRUE(rejects_yaml(d + "    pool: 4\n    batch: [2, 8]\n", 3, "cases[0].pool", "4 slots < batch 8"));
   EXPECT_TRUE(rejects_yaml(d + "    pool: 0x\n", 3, "cases[0].pool", ">= 1"));
   const std::string p = "cases:\n  - op: prefill\n";
-  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [[100, 0]]\n", 3, "cases[0].seqlens[0][1]", "must be >= 1 (got 0)"));
-  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [\"100+0\"]\n", 3, "cases[0].seqlens[0]", "sequence lengths must be >= 1"));
+  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [[100, -1]]\n", 3, "cases[0].seqlens[0][1]", "must be >= 0 (got -1)"));
+  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [[0, 0]]\n", 3, "cases[0].seqlens[0]", "at least one token"));
+  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [\"0+0\"]\n", 3, "cases[0].seqlens[0]", "at least one token"));
+  EXPECT_TRUE(rejects_yaml(p + "    seqlens: [\"0x8\"]\n", 3, "cases[0].seqlens[0]", "counts and lengths must be >= 1"));
   EXPECT_TRUE(rejects_yaml(p + "    seqlens: 0\n", 3, "cases[0].seqlens", "must be >= 1"));
   EXPECT_TRUE(rejects_yaml(p + "    seqlens: [[]]\n", 3, "cases[0].seqlens[0]", "empty list"));
   EXPECT_TRUE(rejects_yaml(p + "    seqlens: 12x\n", 3, "cases[0].seqlens", "empty number"));

@@ -109,6 +109,29 @@ void check_prefill(const Shape& s, uint64_t seed = 7) {
 
 TEST(PrefillCpu, RaggedVarlenGroupOfTwoKvLayout) { check_prefill(prefill_shape({1, 17, 64, 100})); }
 
+// Empty sequences (repeated cu_seqlens entries) first, inside and last: no o rows, and the final
+// state is the initial one, bit for bit (zeros without h0); the contract accepts them, not a batch
+// without a token.
+TEST(PrefillCpu, EmptySequencesKeepTheirState) {
+  for (const bool h0 : {true, false}) {
+    auto s = prefill_shape({0, 40, 0, 0, 70, 0});
+    s.has_h0 = h0;
+    EXPECT_EQ(op_def(OpKind::prefill).validate(s), "");
+    check_prefill(s);
+    HostProblem p(s, 3);
+    launch("prefill/cpu", p);
+    const Tensor& ht = p.at("ht");
+    const int64_t slot = ht.numel() / 6;
+    for (const int64_t n : {0, 2, 3, 5})
+      for (int64_t i = 0; i < slot; ++i) {
+        const double want = h0 ? value_at(p.at("h0"), n * slot + i) : 0.0;
+        ASSERT_EQ(value_at(ht, n * slot + i), want) << "sequence " << n << ", element " << i;
+      }
+  }
+  auto none = prefill_shape({0, 0});
+  EXPECT_NE(op_def(OpKind::prefill).validate(none), "");
+}
+
 TEST(PrefillCpu, RaggedVarlenGroupOfFourVkLayoutWithoutH0) {
   auto s = prefill_shape({100, 1, 64, 17}, 64, 64, 1, 4);
   s.layout = Layout::vk;

@@ -58,6 +58,9 @@ std::vector<Case> prefill_cases() {
   c.push_back(with("ragged_gva2_kv_no_h0", prefill(kRagged, 2, 4, L::kv), [](Shape& s) { s.has_h0 = false; }));
   // Unnormalised keys blow the state up over long sequences, so l2norm off uses one token each.
   c.push_back(with("single_tokens_no_l2norm", prefill({1, 1, 1}, 2, 4, L::kv), [](Shape& s) { s.l2norm = false; }));
+  // Empty sequences (repeated cu_seqlens entries) first, inside and last: ht = h0 (zeros without).
+  c.push_back({"empty_sequences_kv", prefill({0, 40, 0, 0, 70, 0}, 2, 4, L::kv)});
+  c.push_back(with("empty_sequences_vk_no_h0", prefill({0, 65, 0}, 1, 2, L::vk), [](Shape& s) { s.has_h0 = false; }));
   c.push_back(with("f16_inputs", prefill({17, 64}, 2, 4, L::kv), [](Shape& s) { s.input_dtype = DType::f16; }));
   c.push_back(with("f16_inputs_vk_raw", prefill({3, 40}, 1, 4, L::vk), [](Shape& s) {
     s.input_dtype = DType::f16;
