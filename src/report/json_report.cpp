@@ -91,10 +91,12 @@ json timing_to_json(const CaseRecord& r) {
   for (double s : m.samples_s) samples.push_back(sample_num(s));
   json kernels = json::array();
   for (const auto& k : m.kernels) kernels.push_back({{"name", k.name}, {"median_s", num(k.median_s)}, {"share", num(k.share)}});
-  return {{"timer", r.timer},     {"stats", to_json(m.stats)},     {"samples_s", samples},
-          {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"max_noise", num(m.max_noise)},
-          {"timeout_s", num(m.timeout_s)}, {"wall_s", num(m.wall_s)},
-          {"kernels", kernels},   {"sm_clock_mhz", num(m.sm_clock_mhz)}};
+  json out = {{"timer", r.timer},     {"stats", to_json(m.stats)},     {"samples_s", samples},
+              {"converged", m.converged}, {"stop_reason", m.stop_reason}, {"max_noise", num(m.max_noise)},
+              {"timeout_s", num(m.timeout_s)}, {"wall_s", num(m.wall_s)},
+              {"kernels", kernels},   {"sm_clock_mhz", num(m.sm_clock_mhz)}};
+  if (std::isfinite(m.kernels_sum_median_s)) out["kernels_sum_median_s"] = num(m.kernels_sum_median_s);
+  return out;
 }
 
 void timing_from_json(const json& j, CaseRecord& r) {
@@ -112,6 +114,7 @@ void timing_from_json(const json& j, CaseRecord& r) {
       m.kernels.push_back(std::move(ks));
     }
   read(j, "sm_clock_mhz", m.sm_clock_mhz);
+  if (auto it = j.find("kernels_sum_median_s"); it != j.end() && it->is_number()) m.kernels_sum_median_s = it->get<double>();
 }
 
 json to_json(const HostInfo& h) {

@@ -48,7 +48,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   auto section_of = [&](const std::string& op) -> PeerSection& {
     for (auto& s : sections)
       if (s.op == op) return s;
-    sections.push_back(PeerSection{op, {}, {}, 0, {}});
+    sections.push_back(PeerSection{op, {}, {}, 0, 0, false, {}});
     return sections.back();
   };
   for (const auto& r : ours) {
@@ -79,9 +79,14 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
         }
         const double t = p->timing.stats.median;
         if (row.best < 0 || t < row.best_s) row.best = int(c), row.best_s = t;
+        const double k = p->timing.kernels_sum_median_s;
+        if (std::isfinite(k) && k > 0 && !(k >= row.best_kernels_s)) row.best_kernels_s = k;
       }
       if (row.best >= 0) row.ours_over_best = row.ours->timing.stats.median / row.best_s;
+      if (std::isfinite(row.best_kernels_s)) row.ours_over_best_kernels = row.ours->timing.stats.median / row.best_kernels_s;
       sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
+      sec.peer_ahead_kernels += row.ours_over_best_kernels > 1.0;
+      sec.has_kernel_sums = sec.has_kernel_sums || std::isfinite(row.best_kernels_s);
     }
   }
   return sections;
@@ -100,11 +105,19 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
     for (const auto& c : sec.columns) t.column(c + " us", Align::right);
     t.column("best peer");
     t.column("ours/best", Align::right);
+    if (sec.has_kernel_sums) {
+      t.column("peer kernels us", Align::right);
+      t.column("ours/kernels", Align::right);
+    }
     for (const auto& row : sec.rows) {
       std::vector<std::string> cells{row.ours->variant, row.ours->shape_key(), us(row.ours->timing.stats.median)};
       for (const auto* p : row.peers) cells.push_back(cell(p));
       cells.push_back(row.best >= 0 ? sec.columns[row.best] : "-");
       cells.push_back(ratio(row.ours_over_best));
+      if (sec.has_kernel_sums) {
+        cells.push_back(us(row.best_kernels_s));
+        cells.push_back(ratio(row.ours_over_best_kernels));
+      }
       t.row(cells);
     }
     out += fmt::format("\n{} against the peers (median us; skip/FAIL/error: no verified number; ours/best > 1: the "
@@ -112,6 +125,10 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
                        sec.op);
     out += t.render();
     out += fmt::format("{}: a peer is faster on {} of {} rows\n", sec.op, sec.peer_ahead, sec.rows.size());
+    if (sec.has_kernel_sums)
+      out += fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below ours "
+                         "on {} of {} rows\n",
+                         sec.op, sec.peer_ahead_kernels, sec.rows.size());
     for (const auto& d : sec.other_devices)
       out += fmt::format("warning: peer records from another device ({}) are not compared\n", d);
   }
@@ -134,10 +151,18 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
     out += fmt::format("**{}**: a peer is faster on {} of {} rows (listed first); median us, `skip` / `FAIL` / "
                        "`error`: no verified peer number\n\n",
                        sec.op, sec.peer_ahead, sec.rows.size());
+    if (sec.has_kernel_sums)
+      out += fmt::format("A peer's summed kernel time (its report's `kernels_sum_median_s`: the host's gaps between "
+                         "its kernels left out) is below our whole span on {} of {} rows (`peer kernels`, "
+                         "`ours / kernels`).\n\n",
+                         sec.peer_ahead_kernels, sec.rows.size());
     out += "| variant | shape | ours |";
     std::string rule = "|---|---|---:|";
     for (const auto& c : sec.columns) out += fmt::format(" {} |", markdown_cell(c)), rule += "---:|";
-    out += " best peer | ours / best |\n" + rule + "---|---:|\n";
+    out += " best peer | ours / best |";
+    rule += "---|---:|";
+    if (sec.has_kernel_sums) out += " peer kernels | ours / kernels |", rule += "---:|---:|";
+    out += "\n" + rule + "\n";
     for (const auto* row : rows) {
       out += fmt::format("| {} | `{}` | {} |", markdown_cell(row->ours->variant), markdown_cell(row->ours->shape_key()),
                          us(row->ours->timing.stats.median));
@@ -146,8 +171,13 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
         out += fmt::format(" {} |", int(c) == row->best ? "**" + v + "**" : v);
       }
       const std::string r = ratio(row->ours_over_best);
-      out += fmt::format(" {} | {} |\n", row->best >= 0 ? markdown_cell(sec.columns[row->best]) : "-",
+      out += fmt::format(" {} | {} |", row->best >= 0 ? markdown_cell(sec.columns[row->best]) : "-",
                          row->ours_over_best > 1.0 ? "**" + r + "**" : r);
+      if (sec.has_kernel_sums) {
+        const std::string rk = ratio(row->ours_over_best_kernels);
+        out += fmt::format(" {} | {} |", us(row->best_kernels_s), row->ours_over_best_kernels > 1.0 ? "**" + rk + "**" : rk);
+      }
+      out += "\n";
     }
     for (const auto& d : sec.other_devices)
       out += fmt::format("\nPeer records from another device ({}) are not compared.\n", markdown_cell(d));

@@ -17,6 +17,10 @@ struct PeerRow {
   int best = -1;                         // column of the fastest verified peer; -1: none
   double best_s = kNaN;
   double ours_over_best = kNaN;          // > 1: the best peer is faster than ours
+  // The least summed kernel time of a verified peer (its report's kernels_sum_median_s: the host's
+  // gaps between its kernels left out), and ours (whole span) over it; NaN where no peer has one.
+  double best_kernels_s = kNaN;
+  double ours_over_best_kernels = kNaN;
 };
 
 struct PeerSection {
@@ -24,6 +28,8 @@ struct PeerSection {
   std::vector<std::string> columns;  // peer variants, first-seen order
   std::vector<PeerRow> rows;         // ours in report order
   int peer_ahead = 0;                // rows where the best peer is faster
+  int peer_ahead_kernels = 0;        // rows where a peer's summed kernel time is below ours
+  bool has_kernel_sums = false;      // some peer record of the section has one
   std::vector<std::string> other_devices;  // peer records matched from another device (not comparable)
 };
 

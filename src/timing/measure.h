@@ -47,6 +47,9 @@ struct Measurement {
   double wall_s = 0;
   std::vector<KernelStat> kernels;
   double sm_clock_mhz = 0;       // median of the samples' clocks (0 unknown)
+  // Median over samples of the summed kernel durations, the host's gaps between a call's kernels
+  // left out; recorded by the peer harnesses (scripts/peers), NaN where unknown.
+  double kernels_sum_median_s = std::numeric_limits<double>::quiet_NaN();
 };
 
 // Pure decision, testable on synthetic data: is sampling finished? Sets reason when it is.

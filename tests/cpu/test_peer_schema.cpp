@@ -193,6 +193,8 @@ TEST_P(SampleReport, TimingAndVerificationRoundTripWithEqualStatistics) {
   EXPECT_EQ(r.timing.kernels[0].name, "schema_kernel_a");
   EXPECT_NEAR(r.timing.kernels[0].share, 0.6, 1e-9);
   EXPECT_EQ(r.timing.sm_clock_mhz, 1755);
+  // The summed kernel time (0.9 of every sample in the schema report), read into the record.
+  EXPECT_NEAR(r.timing.kernels_sum_median_s, 0.9 * cpp.median, 1e-12);
   EXPECT_TRUE(r.verify.ran);
   EXPECT_TRUE(r.verify.pass);
   EXPECT_EQ(r.verify.scope, "full");

@@ -112,5 +112,37 @@ TEST(PeerTable, FirstRecordOfAVariantWinsAndUnmatchedRowsAreLeftOut) {
   EXPECT_NE(format_peer_table({}, peers).find("no shape of this run"), std::string::npos);
 }
 
+// Peer reports record each call's summed kernel time (scripts/peers: kernels_sum_median_s), which
+// leaves out the host's gaps between a peer's kernels. The tables then also give the least one per
+// row and ours over it, and count the rows where it is below ours; without sums, no such columns.
+TEST(PeerTable, PeerKernelSumsBesideTheSpans) {
+  const std::vector<CaseRecord> ours{rec("prefill/sm90", 1, 400.0), rec("prefill/sm90", 2, 100.0)};
+  auto q1 = rec("flashqla/chunk", 1, 850.0), q2 = rec("flashqla/chunk", 2, 700.0);
+  auto f1 = rec("fla/chunk", 1, 1250.0), f2 = rec("fla/chunk", 2, 90.0);
+  q1.timing.kernels_sum_median_s = 410e-6, q2.timing.kernels_sum_median_s = 170e-6;
+  f1.timing.kernels_sum_median_s = 930e-6;  // f2 has none
+  const std::vector<CaseRecord> peers{q1, q2, f1, f2};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  const auto& s = sections[0];
+  EXPECT_TRUE(s.has_kernel_sums);
+  EXPECT_NEAR(s.rows[0].best_kernels_s, 410e-6, 1e-15);
+  EXPECT_NEAR(s.rows[0].ours_over_best_kernels, 400.0 / 410.0, 1e-12);
+  EXPECT_NEAR(s.rows[1].best_kernels_s, 170e-6, 1e-15);  // a peer without a sum gives none
+  EXPECT_EQ(s.peer_ahead, 1);          // FLA's 90 us span beats our 100 on row 2
+  EXPECT_EQ(s.peer_ahead_kernels, 0);  // no peer's kernels are below ours
+  const auto text = format_peer_table(ours, peers);
+  EXPECT_NE(text.find("peer kernels us"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.98x"), std::string::npos) << text;
+  EXPECT_NE(text.find("is below ours on 0 of 2 rows"), std::string::npos) << text;
+  const auto md = format_peer_markdown(ours, peers);
+  EXPECT_NE(md.find("| peer kernels | ours / kernels |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 410.00 | 0.98x |"), std::string::npos) << md;
+  // Without sums in any report: the table is as before.
+  const std::vector<CaseRecord> plain{rec("flashqla/chunk", 1, 850.0)};
+  EXPECT_FALSE(build_peer_sections(ours, plain)[0].has_kernel_sums);
+  EXPECT_EQ(format_peer_table(ours, plain).find("peer kernels"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gdn
