@@ -179,7 +179,7 @@ for step in "$@"; do
       config=configs/qwen35-prefill.yaml
       if [ -n "${VERIFY_HEADS:-}" ]; then
         config="$PEER_OUT/qwen35-prefill.verify$VERIFY_HEADS.yaml"
-        sed "s/^    op: prefill\$/    op: prefill\n    verify_heads: $VERIFY_HEADS/" configs/qwen35-prefill.yaml > "$config"
+        bash scripts/with-verify-heads.sh configs/qwen35-prefill.yaml "$VERIFY_HEADS" > "$config" || exit 3
       fi
       versus "prefill$suffix" "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
     *) echo "unknown step $step"; exit 3 ;;

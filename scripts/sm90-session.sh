@@ -128,8 +128,7 @@ YAML
     prefill)
       # The sweep itself, with two verified value heads per case.
       sampled="$OUT_DIR/qwen35-prefill.sampled.yaml"
-      sed 's/^    op: prefill$/    op: prefill\n    verify_heads: 2/' configs/qwen35-prefill.yaml > "$sampled"
-      grep -q 'verify_heads: 2' "$sampled" || { echo "could not add verify_heads to $sampled"; exit 3; }
+      bash scripts/with-verify-heads.sh configs/qwen35-prefill.yaml 2 > "$sampled" || exit 3
       timeout -s INT "${PREFILL_DEADLINE:-220}" "$G" run --config "$sampled" --variant prefill/sm90 \
         --timeout "${CASE_TIMEOUT:-1}" --json "$OUT_DIR/qwen35.sm90.json" ${RESUME:+--resume "$RESUME"} \
         > "$OUT_DIR/qwen35.sm90.log" 2>&1

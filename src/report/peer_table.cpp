@@ -80,7 +80,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
         const double t = p->timing.stats.median;
         if (row.best < 0 || t < row.best_s) row.best = int(c), row.best_s = t;
         const double k = p->timing.kernels_sum_median_s;
-        if (std::isfinite(k) && k > 0 && !(k >= row.best_kernels_s)) row.best_kernels_s = k;
+        if (std::isfinite(k) && k > 0 && (!std::isfinite(row.best_kernels_s) || k < row.best_kernels_s)) row.best_kernels_s = k;
       }
       if (row.best >= 0) row.ours_over_best = row.ours->timing.stats.median / row.best_s;
       if (std::isfinite(row.best_kernels_s)) row.ours_over_best_kernels = row.ours->timing.stats.median / row.best_kernels_s;

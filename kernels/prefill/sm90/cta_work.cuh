@@ -17,7 +17,7 @@ struct CtaWork {
   int c_begin = 0, c_end = 0;                // the segment's chunks [c_begin, c_end)
   int64_t n = 0, bos = 0, len = 0;           // len 0 for a repeated cu_seqlens entry: ht = h0, no o
   int64_t slot = 0, seg = 0, segs = 1;       // segment slot (segments.h), index and count
-  bool valid = true;                         // false for a slot between two sequences
+  bool valid = true;                         // false for a slot between two sequences (nothing else holds then)
 
   __device__ __forceinline__ static CtaWork of(const prefill::Args& a, int v_blocks, int block_v, int seg_chunks = 0) {
     CtaWork w;
@@ -37,7 +37,6 @@ struct CtaWork {
     w.valid = w.seg < w.segs;
     w.c_begin = seg_chunks > 0 ? int(w.seg) * seg_chunks : 0;
     w.c_end = seg_chunks > 0 && w.c_begin + seg_chunks < w.chunks ? w.c_begin + seg_chunks : w.chunks;
-    if (w.c_end < w.c_begin) w.c_end = w.c_begin;
     return w;
   }
   __device__ __forceinline__ bool last_segment() const { return seg == segs - 1; }

@@ -25,19 +25,18 @@ template <class In, int BV, int Ver> constexpr auto kernel_of() {
   else return prefill_sm90_kernel<In, BV>;
 }
 
-template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  const auto kernel = kernel_of<In, BV, Ver>();
-  const int smem = p.smem_bytes();
-  // Not a stream operation: allowed while a graph is being captured.
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;  // v1, v2: one CTA per (value block, head, sequence)
-  kernel<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V));
-  CUDA_CHECK(cudaGetLastError());
-}
-
 template <class K> void set_smem(K kernel, int bytes) {
   // Not a stream operation: allowed while a graph is being captured.
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  const auto kernel = kernel_of<In, BV, Ver>();
+  const int smem = p.smem_bytes();
+  set_smem(kernel, smem);
+  const int64_t ctas = int64_t(p.v_blocks(a.V)) * a.HV * a.N;  // v1, v2: one CTA per (value block, head, sequence)
+  kernel<<<dim3(unsigned(ctas)), unsigned(p.warps() * 32), size_t(smem), stream>>>(a, p.v_blocks(a.V));
+  CUDA_CHECK(cudaGetLastError());
 }
 
 template <class In, int BV, bool kOut>

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -111,13 +112,12 @@ Override parse_override(std::string_view spec) {
       if (value == "off") {
         o.seg_chunks = 0;
       } else {
-        int chunks = 0;
-        for (const char ch : value) {
-          if (ch < '0' || ch > '9' || chunks > 65536) throw bad("cp must be off or a number of chunks per segment, 1..65536");
-          chunks = chunks * 10 + (ch - '0');
-        }
-        if (value.empty() || chunks < 1 || chunks > 65536) throw bad("cp must be off or a number of chunks per segment, 1..65536");
-        o.seg_chunks = chunks;
+        int64_t chunks = 0;
+        const char *first = value.data(), *last = value.data() + value.size();
+        const auto [end, ec] = std::from_chars(first, last, chunks);
+        if (ec != std::errc() || end != last || chunks < 1 || chunks > 65536)
+          throw bad("cp must be off or a number of chunks per segment, 1..65536");
+        o.seg_chunks = int(chunks);
       }
     } else if (key == "cp_block_v") {
       if (value == "32") o.cp_block_v = 32;
@@ -156,12 +156,8 @@ Plan plan_for(const Batch& b, int sm_count) {
   if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
   const Override o = parse_override(spec);
   // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).
-  Plan p = (o.kernel != 0 && o.kernel != kKernelV3) || o.seg_chunks == 0 ? choose(b, sm_count, o.kernel != 0 ? o.kernel : kKernelV3)
-                                                                          : choose(b, sm_count);
-  if (o.block_v != 0) p.block_v = o.block_v;
-  if (o.seg_chunks >= 0) p.seg_chunks = o.seg_chunks;
-  if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
-  return checked(p, spec);
+  const bool unsplit = (o.kernel != 0 && o.kernel != kKernelV3) || o.seg_chunks == 0;
+  return apply_override(unsplit ? choose(b, sm_count, o.kernel != 0 ? o.kernel : kKernelV3) : choose(b, sm_count), spec);
 }
 
 }  // namespace gdn::sm90

@@ -14,6 +14,7 @@
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "prefill/sm90/workspace.h"
 
@@ -26,15 +27,10 @@ __global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kerne
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), h = int(blockIdx.y);
   const int64_t slot = blockIdx.x;
-  // The sequence of this slot: the last n whose first slot is <= slot (first slots increase with n).
-  int64_t lo = 0, hi = a.N - 1;
-  while (lo < hi) {
-    const int64_t mid = (lo + hi + 1) / 2;
-    if (first_slot(a.cu_seqlens[mid], mid) <= slot) lo = mid;
-    else hi = mid - 1;
-  }
-  const int64_t bos = a.cu_seqlens[lo], len = a.cu_seqlens[lo + 1] - bos;
-  const int64_t c = slot - first_slot(bos, lo);
+  // The sequence of this slot (segments.h: the same search as the scan's segment slots).
+  const int64_t n = sequence_of_slot(slot, a.N, [&](int64_t m) { return first_slot(a.cu_seqlens[m], m); });
+  const int64_t bos = a.cu_seqlens[n], len = a.cu_seqlens[n + 1] - bos;
+  const int64_t c = slot - first_slot(bos, n);
   if (c * kChunk >= len) return;  // a slot between two sequences (or of an empty one)
   const int rows = int(len - c * kChunk < kChunk ? len - c * kChunk : kChunk);
   const int64_t row0 = bos + c * kChunk;

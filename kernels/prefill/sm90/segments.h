@@ -4,7 +4,7 @@
 //   transition  per (segment but the last, value head): the segment's state map S_end = M S_start + N
 //               (M the K x K matrix: the end state of the identity with v = 0; N: the end state of
 //               zero), written to the M and N buffers
-//   fixup       per (sequence, value head, 16 columns): S_start(0) = h0 (or the pool slot),
+//   fixup       per (sequence, value head, 8 columns): S_start(0) = h0 (or the pool slot),
 //               S_start(s + 1) = M_s S_start(s) + N_s in fp32, written to the start buffer
 //   scan        per (segment, value head, value block): from S_start(s), writes o; the last segment
 //               writes the final state
@@ -30,6 +30,7 @@
 namespace gdn::sm90 {
 
 constexpr int64_t kStateFloats = int64_t(kHeadDim) * kHeadDim;
+constexpr float kWarmupLogDecay = -15.f;
 
 GDN_HD int64_t segment_tokens(int seg_chunks) { return int64_t(kChunk) * seg_chunks; }
 // First segment slot of sequence n starting at packed row bos.
@@ -45,7 +46,6 @@ GDN_HD int64_t segments_of(int64_t len, int seg_chunks) {
   if (seg_chunks <= 0 || len <= 0) return 1;
   return (len + segment_tokens(seg_chunks) - 1) / segment_tokens(seg_chunks);
 }
-constexpr float kWarmupLogDecay = -15.f;
 
 // Bytes of one of the three per-segment state buffers (M, N, start: fp32 [slots][HV][K][V]).
 GDN_HD int64_t segment_buffer_bytes(int64_t T, int64_t N, int HV, int seg_chunks) {
@@ -67,10 +67,6 @@ template <class FirstSlot> GDN_HD int64_t sequence_of_slot(int64_t slot, int64_t
   }
   return lo;
 }
-
-}  // namespace gdn::sm90
-
-namespace gdn::sm90 {
 
 // The device buffers of a context-parallel call (each segment_buffer_bytes), and its segment length.
 struct CpArgs {

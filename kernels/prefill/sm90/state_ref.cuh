@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "common/gdn_math.cuh"
+#include "core/slot.h"
 #include "prefill/op.h"
 #include "prefill/sm90/smem_layout.h"
 
@@ -23,10 +25,10 @@ struct StateRef {
   }
   __device__ __forceinline__ float read(int d, int v) const {
     if (p == nullptr) return 0.f;
-    return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(p)[at(d, v)]) : static_cast<const float*>(p)[at(d, v)];
+    return bf16 ? dev::to_float(static_cast<const __nv_bfloat16*>(p)[at(d, v)]) : static_cast<const float*>(p)[at(d, v)];
   }
   __device__ __forceinline__ void write(int d, int v, float x) const {
-    if (bf16) static_cast<__nv_bfloat16*>(p)[at(d, v)] = __float2bfloat16_rn(x);
+    if (bf16) static_cast<__nv_bfloat16*>(p)[at(d, v)] = dev::from_float<__nv_bfloat16>(x);
     else static_cast<float*>(p)[at(d, v)] = x;
   }
 };
@@ -36,14 +38,8 @@ __device__ __forceinline__ StateRef buffer_state(float* base, int64_t slot, int 
   return StateRef{base + (slot * HV + h) * int64_t(kHeadDim) * kHeadDim, false, false};
 }
 
-// The pool slot of sequence n (the pool form), or -1.
-__device__ __forceinline__ int64_t pool_index(const prefill::Args& a, int64_t n) {
-  return a.index_dtype == DType::i32 ? int64_t(static_cast<const int32_t*>(a.indices)[n])
-                                     : static_cast<const int64_t*>(a.indices)[n];
-}
-
 __device__ __forceinline__ StateRef pool_state(const prefill::Args& a, int64_t n, int h) {
-  const int64_t slot = pool_index(a, n);
+  const int64_t slot = slot_at(a.indices, a.index_dtype, n);
   if (slot < 0) return StateRef{nullptr, false, a.layout == Layout::vk};
   const bool bf16 = a.state_dtype == DType::bf16;
   const int64_t elem = (slot * a.HV + h) * int64_t(kHeadDim) * kHeadDim;
