@@ -8,6 +8,7 @@
 #include "core/cuda_check.h"
 #include "core/registry.h"
 #include "prefill/op.h"
+#include "prefill/state_ref.cuh"
 
 namespace gdn {
 namespace {
@@ -20,13 +21,15 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
   const int h = blockIdx.y;      // value head
   const int hk = h / (a.HV / a.H);
   const TileGeom tile = tile_geom(a.K, a.V, a.layout);
-  const int64_t head_state = (n * a.HV + h) * a.K * a.V;
   const In* q = reinterpret_cast<const In*>(a.q);
   const In* k = reinterpret_cast<const In*>(a.k);
   const In* v = reinterpret_cast<const In*>(a.v);
   In* o = reinterpret_cast<In*>(a.o);
 
-  load_state_tile(sm, a.h0 ? a.h0 + head_state : nullptr, tile);
+  // Dense h0 / ht, or the pool form's slot (f32 or bf16; index -1: zeros, no write).
+  const prefill::StateRef from = prefill::initial_state(a, n, h), to = prefill::final_state(a, n, h);
+  if (from.bf16) load_state_tile(sm, static_cast<const __nv_bfloat16*>(from.p), tile);
+  else load_state_tile(sm, static_cast<const float*>(from.p), tile);
   const int64_t end = a.cu_seqlens[n + 1];
   for (int64_t t = a.cu_seqlens[n]; t < end; ++t) {
     const int64_t qk_row = (t * a.H + hk) * a.K, v_row = (t * a.HV + h) * a.V;
@@ -35,14 +38,16 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
     const float out = recurrent_step(sm, a.K, gate_at(a.gate, t, a.HV, h), a.l2norm, a.scale);
     if (threadIdx.x < tile.cols) o[v_row + tile.v0 + threadIdx.x] = dev::from_float<In>(out);
   }
-  store_state_tile(sm, a.ht + head_state, tile);
+  __syncthreads();  // the last step's update is in sm.state
+  if (to.p == nullptr) return;
+  if (to.bf16) store_state_tile(sm, static_cast<__nv_bfloat16*>(to.p), tile);
+  else store_state_tile(sm, static_cast<float*>(to.p), tile);
 }
 
 // The state never leaves fp32 (SPEC section 4, "fp32 path"); o stays at the bf16 default.
 constexpr double kStateTolerance = 1e-4;
 
 std::string supports(const Shape& s) {
-  if (s.prefill_pool()) return "the pool form (state pool and indices) is not built in this kernel";
   if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
   if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
   return "";

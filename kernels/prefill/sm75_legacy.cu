@@ -13,7 +13,6 @@ namespace gdn {
 namespace {
 
 std::string supports(const Shape& s) {
-  if (s.prefill_pool()) return "the pool form (state pool and indices) is not built in this kernel";
   if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16)
     return fmt::format("inputs must be bf16 or f16 (got {})", to_string(s.input_dtype));
   return legacy::unsupported_reason(s.dk, s.dv, int64_t(s.seqlens.size()), s.h_v);

@@ -284,19 +284,13 @@ TEST(PrefillCpu, PoolFormKeysAndContract) {
   pooled.has_h0 = true;
   pooled.pool = 1;  // fewer slots than sequences
   EXPECT_NE(op_def(OpKind::prefill).validate(pooled), "");
-  // The CUDA-core prefill variants decline the form with a reason until they implement it;
-  // prefill/sm90 takes it (at its head size).
+  // Every GPU prefill variant takes the form (sm90 at its head size).
   pooled.pool = 8;
-  for (const char* name : {"prefill/sm75_legacy", "prefill/cuda_recurrent"})
-    if (const Variant* v = Registry::instance().find(name); v != nullptr && v->supports) {
-      EXPECT_NE(v->supports(pooled), "") << name;
-      EXPECT_EQ(v->supports(dense), v->supports(dense)) << name;
-    }
-  if (const Variant* v = Registry::instance().find("prefill/sm90"); v != nullptr && v->supports) {
-    auto pooled128 = pooled;
-    pooled128.dk = pooled128.dv = 128;
-    EXPECT_EQ(v->supports(pooled128), "");
-  }
+  auto pooled128 = pooled;
+  pooled128.dk = pooled128.dv = 128;
+  for (const char* name : {"prefill/sm75_legacy", "prefill/cuda_recurrent", "prefill/sm90"})
+    if (const Variant* v = Registry::instance().find(name); v != nullptr && v->supports)
+      EXPECT_EQ(v->supports(pooled128), "") << name;
 }
 
 // ---- decode and mtp -------------------------------------------------------------------------

@@ -25,6 +25,7 @@
 #include "prefill/sm75_legacy/config.h"
 #include "prefill/sm75_legacy/tile.cuh"
 #include "prefill/op.h"
+#include "prefill/state_ref.cuh"
 
 namespace gdn::legacy {
 
@@ -181,10 +182,6 @@ template <class In, int KP, int C, int W, int TS> struct LegacyPrefill {
     w = wp[0];
   }
 
-  static __device__ __forceinline__ int64_t state_index(const prefill::Args& a, int64_t head, int row, int col) {
-    return head + (a.layout == Layout::kv ? int64_t(row) * a.V + col : int64_t(col) * a.K + row);
-  }
-
   // Output placement after a reduce-scatter of N column values over the 8 lanes of a group:
   // which one lane j keeps, and whether it is the copy that writes.
   static __device__ __forceinline__ int kept_index(int N, int j) {
@@ -212,7 +209,8 @@ template <class In, int KP, int C, int W, int TS> struct LegacyPrefill {
     bp.eos = a.cu_seqlens[n + 1];
     const int vcol = (warp * kGroupsPerWarp + grp) * C;  // first column of this lane's group, in the block
     const int col = bp.col0 + vcol;
-    const int64_t head = (n * a.HV + bp.h) * int64_t(a.K) * a.V;
+    // Dense h0 / ht, or the pool form's slot (f32 or bf16; index -1: zeros, no write).
+    const prefill::StateRef from = prefill::initial_state(a, n, bp.h), to = prefill::final_state(a, n, bp.h);
 
     const int64_t out_stride = int64_t(a.HV) * a.V;
     In* out_head = reinterpret_cast<In*>(a.o) + bp.h * int64_t(a.V) + col;
@@ -239,8 +237,7 @@ template <class In, int KP, int C, int W, int TS> struct LegacyPrefill {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           const int row = 32 * i + 4 * j + r;
-          const bool ok = a.h0 != nullptr && row < a.K && col + c < a.V;
-          X[i][r][c] = ok ? __ldg(a.h0 + state_index(a, head, row, col + c)) : 0.f;
+          X[i][r][c] = row < a.K && col + c < a.V ? from.read(row, col + c) : 0.f;
         }
 
     if (nt > 0) pf.commit(s, a, raw, nt);
@@ -275,7 +272,7 @@ template <class In, int KP, int C, int W, int TS> struct LegacyPrefill {
 #pragma unroll
         for (int c = 0; c < C; ++c) {
           const int row = 32 * i + 4 * j + r;
-          if (row < a.K && col + c < a.V) a.ht[state_index(a, head, row, col + c)] = X[i][r][c];
+          if (to.p != nullptr && row < a.K && col + c < a.V) to.write(row, col + c, X[i][r][c]);
         }
   }
 };

@@ -15,7 +15,7 @@
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/segments.h"
-#include "prefill/sm90/state_ref.cuh"
+#include "prefill/sm90/states.cuh"
 
 namespace gdn::sm90 {
 
