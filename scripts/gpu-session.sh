@@ -115,7 +115,7 @@ versus() {
     complete "$report" && { echo "$name: $peer report complete"; continue; }
     budget=$(($(left) - ${POINT_RESERVE:-90}))
     if ((budget < 30)); then all=0; continue; fi
-    timeout -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
+    timeout --foreground -k 30 -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
       --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" --mode "${MODE:-cold}" 2>&1 |
       grep -v '^ ' | tail -n "${PEER_LOG_LINES:-8}"
     if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but ours still runs
@@ -133,7 +133,7 @@ versus() {
     local resume=()
     [ -f "$ours_json" ] && resume=(--resume "$ours_json")
     if ((budget > 30)); then
-      timeout -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" --mode "${MODE:-cold}" \
+      timeout --foreground -k 30 -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" --mode "${MODE:-cold}" \
         --json "$ours_json" "${resume[@]}" "${peer_args[@]}" ${peer_args:+--peer-markdown "$PEER_OUT/$name.peers.md"}
       complete "$ours_json" || all=0
     else

@@ -51,20 +51,20 @@ for step in $steps; do
   case $step in
     tests)
       "$G" info | head -n 20
-      timeout -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
+      timeout --foreground -k 30 -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
       echo "gpu_test_prefill_sm90: exit $?"
       gtest_summary "$OUT_DIR/gpu_test_prefill_sm90.log"
-      timeout -s INT "${VARIANTS_DEADLINE:-120}" "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
+      timeout --foreground -k 30 -s INT "${VARIANTS_DEADLINE:-120}" "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1
       echo "gpu_test_variants (prefill/sm90): exit $?"
       gtest_summary "$OUT_DIR/gpu_test_variants.sm90.log"
       ;;
     edge)
       for kernel in ${KERNELS:-v3 v2 v1}; do
         tag=$(echo "$kernel" | tr ',=' '-_')
-        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${EDGE_DEADLINE:-120}" "$G" verify \
+        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout --foreground -k 30 -s INT "${EDGE_DEADLINE:-120}" "$G" verify \
           --config configs/prefill-edge.yaml --variant prefill/sm90 --json "$OUT_DIR/prefill-edge.sm90.$tag.json" \
           > "$OUT_DIR/prefill-edge.sm90.$tag.log" 2>&1
-        echo "verify prefill-edge.yaml, kernel $kernel: exit $? (0 all verified, 2 a failure, 4 a fault, 130 deadline)"
+        echo "verify prefill-edge.yaml, kernel $kernel: exit $? (0 all verified, 2 a failure, 4 a fault, 124 deadline)"
         tail -n "${EDGE_TAIL:-40}" "$OUT_DIR/prefill-edge.sm90.$tag.log"
       done
       ;;
@@ -118,10 +118,10 @@ YAML
       } > "$ab"
       for kernel in ${AB_KERNELS:-v1 v2 v3}; do
         tag=$(echo "$kernel" | tr ',=' '-_')
-        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
+        GDNBENCH_SM90_PLAN="kernel=$kernel" timeout --foreground -k 30 -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
           --variant prefill/sm90 --timeout "${CASE_TIMEOUT:-1}" --breakdown --json "$OUT_DIR/sm90-ab.$tag.json" \
           > "$OUT_DIR/sm90-ab.$tag.log" 2>&1
-        echo "ab, kernel $kernel: exit $? (130: deadline reached)"
+        echo "ab, kernel $kernel: exit $? (124: deadline reached)"
         tail -n "${AB_TAIL:-25}" "$OUT_DIR/sm90-ab.$tag.log"
       done
       ;;
@@ -129,10 +129,10 @@ YAML
       # The sweep itself, with two verified value heads per case.
       sampled="$OUT_DIR/qwen35-prefill.sampled.yaml"
       bash scripts/with-verify-heads.sh configs/qwen35-prefill.yaml 2 > "$sampled" || exit 3
-      timeout -s INT "${PREFILL_DEADLINE:-220}" "$G" run --config "$sampled" --variant prefill/sm90 \
+      timeout --foreground -k 30 -s INT "${PREFILL_DEADLINE:-220}" "$G" run --config "$sampled" --variant prefill/sm90 \
         --timeout "${CASE_TIMEOUT:-1}" --json "$OUT_DIR/qwen35.sm90.json" ${RESUME:+--resume "$RESUME"} \
         > "$OUT_DIR/qwen35.sm90.log" 2>&1
-      echo "run qwen35-prefill.yaml: exit $? (130: deadline reached, RESUME=$OUT_DIR/qwen35.sm90.json continues)"
+      echo "run qwen35-prefill.yaml: exit $? (124: deadline reached, RESUME=$OUT_DIR/qwen35.sm90.json continues)"
       tail -n 60 "$OUT_DIR/qwen35.sm90.log"
       ;;
     *) echo "unknown step $step"; exit 3 ;;

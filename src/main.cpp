@@ -1,6 +1,7 @@
 // gdnbench: Gated DeltaNet kernels, verified against an fp64 reference and timed.
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <cstdio>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
@@ -36,6 +37,9 @@ int main(int argc, char** argv) {
     return rc == 0 ? gdn::kExitOk : gdn::kExitBadInput;
   }
   std::signal(SIGINT, on_sigint);
+  // Each finished row reaches a redirected log at once, so a run cut short (a deadline, a second
+  // Ctrl-C) keeps its table as far as it got.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     return action();
   } catch (const gdn::Error& e) {
