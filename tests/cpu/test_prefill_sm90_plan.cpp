@@ -41,9 +41,13 @@ int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
 
 TEST(Sm90Plan, DefaultIsV3WithV2sBlockV) {
   const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
-  EXPECT_EQ(sm90::choose(one, 132), (Plan{32, sm90::kKernelV3}));
+  Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
+  v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64, mma.sync at 32
+  EXPECT_EQ(sm90::choose(one, 132), v3_32);
+  EXPECT_FALSE(sm90::choose(one, 132).wgmma_at(32));
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
-  EXPECT_EQ(sm90::choose(many, 132), (Plan{64, sm90::kKernelV3}));  // several waves
+  EXPECT_EQ(sm90::choose(many, 132), v3_64);  // several waves
+  EXPECT_TRUE(sm90::choose(many, 132).wgmma_at(64));
   EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV3).block_v, sm90::choose(many, 132, sm90::kKernelV2).block_v);
 }
 
@@ -248,6 +252,16 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,block_v=128"), std::invalid_argument);  // no such kernel
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,block_v=128"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,"), std::invalid_argument);
+  // wgmma: kernel v3 only, used by the passes at block_v 64 (the plan line says which).
+  const Plan wg = sm90::apply_override(chosen, "kernel=v3,block_v=64,mma=wgmma");
+  EXPECT_TRUE(wg.wgmma);
+  EXPECT_TRUE(wg.wgmma_at(64));
+  EXPECT_FALSE(wg.wgmma_at(32));
+  EXPECT_FALSE(sm90::apply_override(wg, "mma=sync").wgmma);
+  EXPECT_NE(wg, (Plan{64, sm90::kKernelV3}));
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,mma=wgmma"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,mma=tcgen05"), std::invalid_argument);
+  EXPECT_FALSE(sm90::apply_override(wg, "kernel=v1").wgmma);  // another kernel drops it
   const Batch b = Batch::of(prefill({32768}, 16, 32));
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
@@ -378,6 +392,10 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   // 32768 tokens in one sequence: 513 slots x 32 heads of 18448 bytes.
   EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
   EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
+  EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
+  const std::string wg = sm90::apply_override(sm90::choose(Batch::of(s), 132, sm90::kKernelV3), "block_v=64,mma=wgmma")
+                             .describe(Batch::of(s), 132);
+  EXPECT_TRUE(test::contains(wg, "wgmma (the state warps one warpgroup), f16 operands")) << wg;
 }
 
 // Workspace slots (workspace.h): chunk c of sequence n is slot floor(bos / 64) + n + c; the

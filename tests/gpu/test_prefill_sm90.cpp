@@ -86,10 +86,14 @@ std::vector<Case> cases() {
   // Every case for each kernel (v2 and v3 have no block_v 128), then v3 with context parallelism
   // forced: segments of 2 chunks, and of 1 chunk with the transition pass at block_v 32.
   std::vector<Case> all;
-  for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32"})
+  // v3 at block_v 64 on mma.sync (the default there is wgmma), and on wgmma split (a case's own
+  // block_v=32 runs mma.sync).
+  for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
+                                   "v3,cp=2,block_v=64,mma=wgmma"})
     for (const Case& one : c) {
       if (kernel != "v1" && one.plan == "block_v=128") continue;
       std::string label = one.label + "_" + kernel.substr(0, 2);
+      if (kernel.find("mma=") != std::string::npos) label += kernel.find("wgmma") != std::string::npos ? "_wg" : "_sync";
       if (kernel.find("cp=2") != std::string::npos) label += "_cp2";
       if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
@@ -149,7 +153,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
-                                 "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32"}) {
+                                 "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32",
+                                 "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -176,7 +181,7 @@ TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   constexpr int64_t HV = 32;
-  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3,cp=off"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3,cp=off", "kernel=v3,cp=off,block_v=64,mma=sync"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape batch = prefill({137, 300, 64}, 16, int(HV)), alone = prefill({300}, 16, int(HV));
@@ -239,6 +244,31 @@ TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
         EXPECT_TRUE(bits[0].second == bits[k].second) << "ht: v" << k + 1 << " differs from v1";
       }
     }
+}
+
+// The wgmma state warpgroup runs the same k16 products in the same order per element as the
+// mma.sync state warps (the triangle products skip the same blocks), so if the tensor cores round
+// a k16 step alike in both instructions it gives their bits, and block_v 32 (mma.sync) and 64
+// (wgmma) keep a sequence's bits whatever the batch. The count of differing 16-bit outputs says
+// how far apart they are when they are not.
+TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4);
+  Problem p(s, *backend_, kSeed);
+  std::pair<Bytes, Bytes> bits[2];
+  for (int k = 0; k < 2; ++k) {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", k == 0 ? "kernel=v3,block_v=64,cp=off,mma=sync" : "kernel=v3,block_v=64,cp=off,mma=wgmma");
+    bits[k] = run_once(*v, p, *backend_);
+  }
+  ASSERT_EQ(bits[0].first.size(), bits[1].first.size());
+  size_t differ = 0;
+  for (size_t i = 0; i + 1 < bits[0].first.size(); i += 2)
+    differ += std::memcmp(bits[0].first.data() + i, bits[1].first.data() + i, 2) != 0;
+  EXPECT_EQ(differ, 0u) << "o: " << differ << " of " << bits[0].first.size() / 2 << " elements differ";
+  EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
 }
 
 // The launch captured into a graph in global mode (a synchronising or device-to-host call would

@@ -193,6 +193,12 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
             pack_f16x2(j <= i ? p0 : 0.f, j + 1 <= i ? p1 : 0.f);
       }
     }
+    // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the
+    // mma.sync kernels skip them).
+    if constexpr (IsQ) {
+#pragma unroll
+      for (int nt = 2 * RB + 2; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
+    }
   }
 }
 

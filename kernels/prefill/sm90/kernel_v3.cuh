@@ -11,6 +11,7 @@
 // is the transition pass.
 #pragma once
 
+#include <cuda/ptx>
 #include <cuda_pipeline.h>
 
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "prefill/sm90/state_warp.cuh"
+#include "prefill/sm90/state_warpgroup.cuh"
 #include "prefill/sm90/workspace.h"
 
 namespace gdn::sm90 {
@@ -86,10 +88,13 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
   return -1;
 }
 
-template <class In, int BV, bool kOut>
+// kWg: the state warps are one warpgroup on wgmma (state_warpgroup.cuh, block_v 64), else each
+// warp runs mma.sync (state_warp.cuh).
+template <class In, int BV, bool kOut, bool kWg = false>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
   static_assert(BV == 32 || BV == 64, "v3: state warps and load warps share 255 registers a lane (8 warps at most)");
+  static_assert(!kWg || BV == 64, "wgmma: the four state warps of block_v 64 are one warpgroup");
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), warp = tid >> 5;
@@ -123,7 +128,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   // The two roles in separate branches with the same barriers (ptxas allocates 215-217 registers
   // instead of 229 for the shared loop; and a role's registers could be rebalanced by setmaxnreg).
   if (is_state) {
-    StateWarp<In, BV, kKernelV3> st;
+    std::conditional_t<kWg, StateWarpgroup<In>, StateWarp<In, BV, kKernelV3>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
     if (m_cols) st.load_identity(col0);
@@ -156,6 +161,8 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
           ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
           qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
         }
+        // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
+        if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       }
       __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
     }

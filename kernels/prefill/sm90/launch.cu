@@ -39,9 +39,9 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <class In, int BV, bool kOut>
+template <class In, int BV, bool kOut, bool kWg = false>
 void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, cudaStream_t stream) {
-  const auto scan = prefill_sm90_v3_kernel<In, BV, kOut>;
+  const auto scan = prefill_sm90_v3_kernel<In, BV, kOut, kWg>;
   const int smem = SmemLayout(BV, kKernelV3).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
@@ -52,9 +52,10 @@ void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const
 }
 
 template <class In, bool kOut>
-void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
+void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
                     cudaStream_t stream) {
   if (block_v == 32) return launch_scan<In, 32, kOut>(a, slots, ws, cp, stream);
+  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true>(a, slots, ws, cp, stream);
   if (block_v == 64) return launch_scan<In, 64, kOut>(a, slots, ws, cp, stream);
   throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
 }
@@ -81,13 +82,13 @@ template <class In> void launch_v3(const prefill::Args& a, const Plan& p, cudaSt
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {
-    launch_scan_at<In, false>(p.cp_block_v, a, slots, ws, cp, stream);
+    launch_scan_at<In, false>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, stream);
     set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
     const int64_t ctas = a.N * a.HV * (kHeadDim / kFixupCols);
     prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
-  launch_scan_at<In, true>(p.block_v, a, slots, ws, cp, stream);
+  launch_scan_at<In, true>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, stream);
 }
 
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {

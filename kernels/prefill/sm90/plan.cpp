@@ -50,9 +50,14 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         3 * segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0,
                         modeled_scan_us(b, *this, sm_count), modeled_scan_us(b, choose(b, sm_count, kKernelV3), sm_count))
           : "";
+  const std::string mma = wgmma_at(block_v) ? "wgmma (the state warps one warpgroup), f16 operands"
+                                              : "mma.sync, f16 operands";
+  const std::string cp_mma =
+      kernel == kKernelV3 && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
-                     "{}, mma.sync bf16/f16 operands, fp32 state in registers{}",
-                     kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how, cp);
+                     "{}, {}, fp32 state in registers{}{}",
+                     kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how, mma,
+                     cp, cp_mma);
 }
 
 std::string unsupported_reason(const Shape& s) {
@@ -71,6 +76,7 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
   p.kernel = kernel;
+  p.wgmma = kernel == kKernelV3;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
   const int largest = kernel == kKernelV1 ? 128 : 64;
   for (int bv : {32, 64, 128}) {
     if (bv > largest) break;
@@ -87,7 +93,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, comma-separated)",
         spec, why));
   };
   Override o;
@@ -123,6 +129,10 @@ Override parse_override(std::string_view spec) {
       if (value == "32") o.cp_block_v = 32;
       else if (value == "64") o.cp_block_v = 64;
       else throw bad("cp_block_v must be 32 or 64");
+    } else if (key == "mma") {
+      if (value == "wgmma") o.wgmma = 1;
+      else if (value == "sync") o.wgmma = 0;
+      else throw bad("mma must be wgmma or sync");
     } else {
       throw bad(fmt::format("unknown key '{}'", key));
     }
@@ -136,6 +146,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v{} has block_v 32 or 64", spec, p.kernel));
   if (p.kernel != kKernelV3 && p.seg_chunks > 0)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && p.wgmma)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3", spec));
   return p;
 }
 }  // namespace
@@ -147,7 +159,9 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.block_v != 0) p.block_v = o.block_v;
   if (o.seg_chunks >= 0) p.seg_chunks = o.seg_chunks;
   if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
+  if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
+  if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = false;
   return checked(p, spec);
 }
 

@@ -33,6 +33,10 @@ struct Plan {
   // (0: off), the transition pass at cp_block_v columns per CTA.
   int seg_chunks = 0;
   int cp_block_v = 64;
+  // v3: the state warps of a block_v 64 pass as one warpgroup on wgmma (state_warpgroup.cuh);
+  // passes at block_v 32, and every pass when false, use mma.sync.
+  bool wgmma = false;
+  bool wgmma_at(int bv) const { return wgmma && kernel == kKernelV3 && bv == 64; }
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -44,7 +48,8 @@ struct Plan {
   // 128 CTAs on 132 SMs, 149.0 KiB smem, kernel v2 ...".
   std::string describe(const Batch& b, int sm_count) const;
   bool operator==(const Plan& o) const {
-    return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks && (seg_chunks == 0 || cp_block_v == o.cp_block_v);
+    return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
+           (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma;
   }
 };
 
@@ -69,11 +74,13 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 // 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3,
-// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64 (0 / -1 where not given); throws std::invalid_argument naming the spec.
+// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync (0 / -1 where not given);
+// throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
   int seg_chunks = -1;  // cp=off (0) or cp=<chunks per segment>; -1 when not given
   int cp_block_v = 0;
+  int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

@@ -77,6 +77,50 @@ template <class In, int BV, int Ver> struct StateWarp {
     }
   }
 
+  // The chunk's ek, eq and eu vectors (chunk_prep.cuh) in buffer `buf`.
+  struct Vectors {
+    const float *ek, *eq, *eu;
+  };
+  static __device__ __forceinline__ Vectors vectors(const uint8_t* smem, int buf) {
+    constexpr SmemLayout L(BV, Ver);
+    const float* sc = reinterpret_cast<const float*>(smem + L.scalars(buf));
+    return {sc + kEk * kChunk, sc + kEq * kChunk, sc + kEu * kChunk};
+  }
+
+  // W^T = V^T - U^T diag(ek), w holding U^T. ldmatrix.trans of tokens 16 np.. x columns lc..:
+  // vtr[0] / vtr[1] are rows g of tiles 2 np / 2 np + 1, vtr[2] / vtr[3] their rows g + 8.
+  __device__ __forceinline__ void subtract_from_v(float (&w)[8][4], const uint8_t* vt, const float* ek) const {
+    constexpr int VR = v_row_elems(BV);
+    const int t = lane & 3;
+#pragma unroll
+    for (int np = 0; np < 4; ++np) {
+      uint32_t vtr[4];
+      const RowCol vr = bt_rows(lane, 16 * np, lc);
+      ptx::ldmatrix_x4_trans(vtr, vt + (vr.row * VR + vr.col) * 2);
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int nt = 2 * np + half, i0 = 8 * nt + 2 * t;
+        const float e0 = ek[i0], e1 = ek[i0 + 1];
+        w[nt][0] = fmaf(-e0, w[nt][0], dev::lo16<In>(vtr[half]));
+        w[nt][1] = fmaf(-e1, w[nt][1], dev::hi16<In>(vtr[half]));
+        w[nt][2] = fmaf(-e0, w[nt][2], dev::lo16<In>(vtr[2 + half]));
+        w[nt][3] = fmaf(-e1, w[nt][3], dev::hi16<In>(vtr[2 + half]));
+      }
+    }
+  }
+  // The update's A operand of token k-step kk: (V_d^T diag(eu)), rounded.
+  __device__ __forceinline__ void update_operand(const float (&vd)[8][4], const float* eu, int kk, uint32_t (&ap)[4]) const {
+    const int t = lane & 3;
+    float p[2][4];
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int nt = 2 * kk + half, j0 = 8 * nt + 2 * t;
+      const float e0 = eu[j0], e1 = eu[j0 + 1];
+      p[half][0] = vd[nt][0] * e0, p[half][1] = vd[nt][1] * e1, p[half][2] = vd[nt][2] * e0, p[half][3] = vd[nt][3] * e1;
+    }
+    acc_to_a(p[0], p[1], ap);
+  }
+
   // o: rounded into this warp's own columns of the v stage (its v is consumed), then each valid
   // token's 32 bytes copied out in two 16-byte stores.
   __device__ __forceinline__ void store_o(const float (&o)[8][4], uint8_t* vt, int rows, int64_t row0,
@@ -107,15 +151,11 @@ template <class In, int BV, int Ver> struct StateWarp {
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
     constexpr SmemLayout L(BV, Ver);
-    constexpr int VR = v_row_elems(BV);
-    const int g = lane >> 2, t = lane & 3;
+    const int t = lane & 3;
     const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
     const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
     uint8_t* vt = smem + L.v(stage);
-    const float* sc = reinterpret_cast<const float*>(smem + L.scalars(buf));
-    const float* ek = sc + kEk * kChunk;
-    const float* eq = sc + kEq * kChunk;
-    const float* eu = sc + kEu * kChunk;
+    const auto [ek, eq, eu] = vectors(smem, buf);
 
     // U^T and (Q S)^T over the 8 k-steps of the head dim; w holds U^T, then W^T.
     float w[8][4], o[8][4];
@@ -139,23 +179,7 @@ template <class In, int BV, int Ver> struct StateWarp {
         }
       }
     }
-    // W^T = V^T - U^T diag(ek). ldmatrix.trans of tokens 16 np.. x columns lc..: vtr[0] / vtr[1]
-    // are rows g of tiles 2 np / 2 np + 1, vtr[2] / vtr[3] their rows g + 8.
-#pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      uint32_t vtr[4];
-      const RowCol vr = bt_rows(lane, 16 * np, lc);
-      ptx::ldmatrix_x4_trans(vtr, vt + (vr.row * VR + vr.col) * 2);
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int nt = 2 * np + half, i0 = 8 * nt + 2 * t;
-        const float e0 = ek[i0], e1 = ek[i0 + 1];
-        w[nt][0] = fmaf(-e0, w[nt][0], dev::lo16<In>(vtr[half]));
-        w[nt][1] = fmaf(-e1, w[nt][1], dev::hi16<In>(vtr[half]));
-        w[nt][2] = fmaf(-e0, w[nt][2], dev::lo16<In>(vtr[2 + half]));
-        w[nt][3] = fmaf(-e1, w[nt][3], dev::hi16<In>(vtr[2 + half]));
-      }
-    }
+    subtract_from_v(w, vt, ek);
     // V_d^T = W^T A_g^T.
     float vd[8][4];
     zero(vd);
@@ -178,15 +202,8 @@ template <class In, int BV, int Ver> struct StateWarp {
       for (int e = 0; e < 4; ++e) s[nt][e] *= eG;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      float p[2][4];
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int nt = 2 * kk + half, j0 = 8 * nt + 2 * t;
-        const float e0 = eu[j0], e1 = eu[j0 + 1];
-        p[half][0] = vd[nt][0] * e0, p[half][1] = vd[nt][1] * e1, p[half][2] = vd[nt][2] * e0, p[half][3] = vd[nt][3] * e1;
-      }
       uint32_t ap[4];
-      acc_to_a(p[0], p[1], ap);
+      update_operand(vd, eu, kk, ap);
 #pragma unroll
       for (int np = 0; np < kHeadDim / 16; ++np) {
         uint32_t b[4];
