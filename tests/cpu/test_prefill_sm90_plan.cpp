@@ -39,16 +39,39 @@ int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
   return block_v(std::move(lens), h_qk, h_v, sms, sm90::kKernelV2);
 }
 
-TEST(Sm90Plan, DefaultIsV3WithV2sBlockV) {
+TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
   const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
   Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
-  v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64, mma.sync at 32
+  v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64 or 128, mma.sync at 32
   EXPECT_EQ(sm90::choose(one, 132), v3_32);
   EXPECT_FALSE(sm90::choose(one, 132).wgmma_at(32));
-  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
-  EXPECT_EQ(sm90::choose(many, 132), v3_64);  // several waves
-  EXPECT_TRUE(sm90::choose(many, 132).wgmma_at(64));
-  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV3).block_v, sm90::choose(many, 132, sm90::kKernelV2).block_v);
+  EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3).block_v, sm90::choose(one, 132, sm90::kKernelV2).block_v);
+  const Batch two = Batch::of(prefill({4096, 4096}, 16, 32));  // 128 CTAs at block_v 64
+  EXPECT_EQ(sm90::choose(two, 132), v3_64);
+  EXPECT_TRUE(sm90::choose(two, 132).wgmma_at(64));
+  EXPECT_EQ(sm90::choose(two, 132, sm90::kKernelV3).block_v, sm90::choose(two, 132, sm90::kKernelV2).block_v);
+}
+
+// v3 after the one-wave rule: block_v 128 where several waves at 64 become fewer, fuller waves
+// (H200: 16/64 4096x8 1.810 -> 1.557 ms, 16/64 16384x2 1.807 -> 1.507, 16/32 1024x8 0.259 ->
+// 0.224), not where one wave of 128 CTAs at 64 would become 64 CTAs (16/32 16384x2 0.916 ->
+// 1.118, 16/64 1x32768 1.798 -> 2.201).
+int block_v3(std::vector<int64_t> lens, int h, int hv) {
+  return sm90::choose(Batch::of(prefill(lens, h, hv)), 132, sm90::kKernelV3).block_v;
+}
+TEST(Sm90Plan, V3TakesBlockV128WhereItShortensTheWaves) {
+  const std::vector<int64_t> eight(8, 4096), two(2, 16384), eight_small(8, 1024);
+  EXPECT_EQ(block_v3(eight, 16, 64), 128);
+  EXPECT_EQ(block_v3(eight, 16, 32), 128);
+  EXPECT_EQ(block_v3(eight, 8, 32), 128);
+  EXPECT_EQ(block_v3(two, 16, 64), 128);
+  EXPECT_EQ(block_v3(eight_small, 16, 32), 128);
+  EXPECT_EQ(block_v3(two, 16, 32), 64);   // 128 CTAs at 64: one wave
+  EXPECT_EQ(block_v3({32768}, 16, 64), 64);
+  EXPECT_EQ(block_v3(eight_small, 2, 8), 64);
+  EXPECT_EQ(block_v3({4096, 4096}, 16, 32), 64);
+  EXPECT_EQ(block_v3({32768}, 16, 32), 32);
+  EXPECT_TRUE(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).wgmma_at(128));
 }
 
 TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
@@ -250,7 +273,7 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v3,block_v=64"), (Plan{64, sm90::kKernelV3}));
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v4"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,block_v=128"), std::invalid_argument);  // no such kernel
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,block_v=128"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,block_v=128"), std::invalid_argument);  // chosen: mma.sync
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,"), std::invalid_argument);
   // wgmma: kernel v3 only, used by the passes at block_v 64 (the plan line says which).
   const Plan wg = sm90::apply_override(chosen, "kernel=v3,block_v=64,mma=wgmma");
@@ -262,10 +285,19 @@ TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,mma=wgmma"), std::invalid_argument);
   EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,mma=tcgen05"), std::invalid_argument);
   EXPECT_FALSE(sm90::apply_override(wg, "kernel=v1").wgmma);  // another kernel drops it
+  // block_v 128 in v3: two state warpgroups, on wgmma only (override; choose() stops at 64).
+  const Plan wide = sm90::apply_override(chosen, "kernel=v3,block_v=128,mma=wgmma");
+  EXPECT_EQ(wide.block_v, 128);
+  EXPECT_TRUE(wide.wgmma_at(128));
+  EXPECT_EQ(wide.warps(), 12);
+  EXPECT_THROW(sm90::apply_override(wide, "mma=sync"), std::invalid_argument);
   const Batch b = Batch::of(prefill({32768}, 16, 32));
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
-    EXPECT_THROW(sm90::plan_for(b, 132), std::invalid_argument);  // the default kernel is v3
+    const Plan p = sm90::plan_for(b, 132);  // the default kernel v3 on wgmma: two state warpgroups
+    EXPECT_EQ(p.block_v, 128);
+    EXPECT_TRUE(p.wgmma_at(128));
+    EXPECT_TRUE(test::contains(p.describe(b, 132), "two warpgroups")) << p.describe(b, 132);
   }
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v1,block_v=128");

@@ -16,11 +16,13 @@ namespace {
 // and 2.2 us at 64 with one CTA per SM; the transition pass skips (Q S)^T and O (84 of 232 MMAs
 // per state warp) and the o store: 1.77 us per chunk at block_v 64 (kTransitionFactor). The fixup:
 // about 3 us per segment step (26 us for 7 steps, 13 us for 3; kFixupStepUs).
-constexpr double kChunkUs32 = 1.85, kChunkUs64 = 2.2;
+// Block_v 128 (two wgmma state warpgroups, fourth session): 1.49x block_v 64's per-chunk time
+// on the many-sequence cells (2.95 against 1.98 us on wgmma, 16/64 4096x8), so 3.28 here.
+constexpr double kChunkUs32 = 1.85, kChunkUs64 = 2.2, kChunkUs128 = 3.28;
 constexpr double kTransitionFactor = 0.8;
 constexpr double kFixupStepUs = 3.0, kLaunchUs = 4.0;
 
-double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : kChunkUs64; }
+double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : block_v == 64 ? kChunkUs64 : kChunkUs128; }
 
 // Longest chain first onto the SM that frees first; chains in chunks.
 int64_t makespan_chunks(std::vector<int64_t>& chains, int sm_count) {

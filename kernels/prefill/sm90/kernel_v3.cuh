@@ -20,6 +20,7 @@
 #include "common/gdn_math.cuh"
 #include "common/ptx/cp_async.cuh"
 #include "common/ptx/named_barrier.cuh"
+#include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/cta_work.cuh"
@@ -88,13 +89,21 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
   return -1;
 }
 
-// kWg: the state warps are one warpgroup on wgmma (state_warpgroup.cuh, block_v 64), else each
-// warp runs mma.sync (state_warp.cuh).
+// block_v 128: two state warpgroups and the load warpgroup are 384 threads, launched at 168
+// registers a lane (64512 for the CTA); the load warpgroup gives registers back and the state
+// warpgroups take them (setmaxnreg) within what the CTA holds: 2 x 128 x 208 + 128 x 88 = 64512
+// (224 / 64 asks for 65536: setmaxnreg.inc then waits forever). 208 / 88 compiles without spills;
+// 224 / 56 spills 92 bytes (the load role), 216 / 72 12.
+constexpr int kStateRegs = 208, kLoadRegs = 88;
+static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
+
+// kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
+// warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
 template <class In, int BV, bool kOut, bool kWg = false>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
-  static_assert(BV == 32 || BV == 64, "v3: state warps and load warps share 255 registers a lane (8 warps at most)");
-  static_assert(!kWg || BV == 64, "wgmma: the four state warps of block_v 64 are one warpgroup");
+  static_assert(BV == 32 || BV == 64 || (BV == 128 && kWg), "v3: block_v 32 or 64, or 128 on wgmma (setmaxnreg)");
+  static_assert(!kWg || BV >= 64, "wgmma: the state warps are whole warpgroups");
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), warp = tid >> 5;
@@ -128,7 +137,8 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   // The two roles in separate branches with the same barriers (ptxas allocates 215-217 registers
   // instead of 229 for the shared loop; and a role's registers could be rebalanced by setmaxnreg).
   if (is_state) {
-    std::conditional_t<kWg, StateWarpgroup<In>, StateWarp<In, BV, kKernelV3>> st;
+    if constexpr (BV == 128) ptx::setmaxnreg_inc<kStateRegs>();
+    std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, kKernelV3>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
     if (m_cols) st.load_identity(col0);
@@ -144,6 +154,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
   } else {
+    if constexpr (BV == 128) ptx::setmaxnreg_dec<kLoadRegs>();
     auto load = [&](int i) {
       const int c = c_begin + i;
       load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);

@@ -50,8 +50,9 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         3 * segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0,
                         modeled_scan_us(b, *this, sm_count), modeled_scan_us(b, choose(b, sm_count, kKernelV3), sm_count))
           : "";
-  const std::string mma = wgmma_at(block_v) ? "wgmma (the state warps one warpgroup), f16 operands"
-                                              : "mma.sync, f16 operands";
+  const std::string mma = !wgmma_at(block_v) ? "mma.sync, f16 operands"
+                          : block_v == 64     ? "wgmma (the state warps one warpgroup), f16 operands"
+                                              : "wgmma (the state warps two warpgroups, setmaxnreg 208 / 88), f16 operands";
   const std::string cp_mma =
       kernel == kKernelV3 && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
@@ -84,6 +85,14 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
     if (p.ctas(b) <= sm_count) return p;
   }
   p.block_v = largest;
+  if (kernel == kKernelV3) {
+    // Several waves at block_v 64: two state warpgroups per CTA (block_v 128) read q, k and the
+    // slot once per value head; taken where the modelled scan is 5 % shorter (fewer waves of
+    // longer chunks; one wave of 64 CTAs loses to two of 128).
+    Plan wide = p;
+    wide.block_v = 128;
+    if (modeled_scan_us(b, wide, sm_count) < 0.95 * modeled_scan_us(b, p, sm_count)) return wide;
+  }
   return p;
 }
 
@@ -142,8 +151,10 @@ Override parse_override(std::string_view spec) {
 
 namespace {
 Plan checked(const Plan& p, std::string_view spec) {
-  if (p.kernel != kKernelV1 && p.block_v == 128)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v{} has block_v 32 or 64", spec, p.kernel));
+  if (p.kernel == kKernelV2 && p.block_v == 128)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v2 has block_v 32 or 64", spec));
+  if (p.kernel == kKernelV3 && p.block_v == 128 && !p.wgmma)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v3 runs block_v 128 on wgmma only", spec));
   if (p.kernel != kKernelV3 && p.seg_chunks > 0)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.wgmma)

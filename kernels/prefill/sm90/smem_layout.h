@@ -113,6 +113,7 @@ struct SmemLayout {
 
 static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
 static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
+static_assert(SmemLayout(128, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit at block_v 128 too");
 static_assert(4 * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "four preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");

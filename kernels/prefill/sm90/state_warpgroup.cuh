@@ -20,8 +20,11 @@
 
 namespace gdn::sm90 {
 
-template <class In> struct StateWarpgroup : StateWarp<In, 64, kKernelV3> {
-  using Base = StateWarp<In, 64, kKernelV3>;
+// BV 64: warps 0-3, one warpgroup; BV 128: warps 0-7, two, each on its own 64 columns with the
+// same B tiles.
+template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKernelV3> {
+  static_assert(BV == 64 || BV == 128, "whole warpgroups");
+  using Base = StateWarp<In, BV, kKernelV3>;
   using Base::lane;
   using Base::lc;
   using Base::s;
@@ -43,7 +46,7 @@ template <class In> struct StateWarpgroup : StateWarp<In, 64, kKernelV3> {
   template <bool kOut = true>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
-    constexpr SmemLayout L(64, kKernelV3);
+    constexpr SmemLayout L(BV, kKernelV3);
     const int t = lane & 3;
     const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
     uint8_t* vt = smem + L.v(stage);
