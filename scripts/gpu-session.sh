@@ -13,6 +13,11 @@
 #   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
 #                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads)
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
+#   peers-cache   pack the peers' compile caches ($PEER_CACHE: Triton kernels and autotune results,
+#                 TileLang, CuTe DSL) into $OUT_DIR/peer-cache.tar.xz when under PEER_CACHE_MAX_MB
+#                 (40); put it in .carry/peer-cache.tar.xz and carry it, and the next machine skips
+#                 the first-call compiles (up to a minute per head group: the first_call_s of the
+#                 peer records)
 # An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
 # kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
 # it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
@@ -29,7 +34,16 @@ OUT_DIR=${OUT_DIR:-${OUT:-out}}
 PEER_SITE=${PEER_SITE:-/tmp/peers/site}
 PEER_OUT=${PEER_OUT:-/tmp/peers/out}
 CALL_BUDGET=${CALL_BUDGET:-520}
-mkdir -p "$OUT_DIR" "$PEER_SITE" "$PEER_OUT"
+PEER_CACHE=${PEER_CACHE:-/tmp/peers/cache}
+mkdir -p "$OUT_DIR" "$PEER_SITE" "$PEER_OUT" "$PEER_CACHE"
+# The peers compile on their first call per shape family; these caches outlive the process, and a
+# carried archive of them outlives the machine.
+export TRITON_CACHE_DIR="$PEER_CACHE/triton" TRITON_CACHE_AUTOTUNING=1 TILELANG_CACHE_DIR="$PEER_CACHE/tilelang" \
+  CUTE_DSL_CACHE_DIR="$PEER_CACHE/cute"
+if [ -f .carry/peer-cache.tar.xz ] && [ ! -f "$PEER_CACHE/.unpacked" ]; then
+  tar -C "$PEER_CACHE" -xJf .carry/peer-cache.tar.xz && touch "$PEER_CACHE/.unpacked" &&
+    echo "peer caches unpacked into $PEER_CACHE ($(du -sh "$PEER_CACHE" | cut -f1))"
+fi
 G="$BIN/gdnbench"
 if [ ! -x "$G" ] && [ -f .carry/gdn.tar.xz ]; then tar -C .carry -xJf .carry/gdn.tar.xz; fi
 
@@ -168,6 +182,14 @@ for step in "$@"; do
       echo "gpu tests: exit $?"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT_DIR/gpu-tests.log" | sort | uniq -c | head -40
       ;;
     peers-install) peers_install ;;
+    peers-cache)
+      tar -C "$PEER_CACHE" --exclude=.unpacked -cJf "$OUT_DIR/peer-cache.tar.xz" . 2>/dev/null
+      mb=$(( $(stat -c %s "$OUT_DIR/peer-cache.tar.xz") / 1048576 ))
+      if [ "$mb" -gt "${PEER_CACHE_MAX_MB:-40}" ]; then
+        rm -f "$OUT_DIR/peer-cache.tar.xz"; echo "peers-cache: $mb MiB packed, over PEER_CACHE_MAX_MB: not kept"
+      else
+        echo "peers-cache: $OUT_DIR/peer-cache.tar.xz ($mb MiB; carry it as .carry/peer-cache.tar.xz)"
+      fi ;;
     peers-check) peers_check ;;
     smoke) versus "smoke$suffix" configs/peers-smoke.yaml "${OURS:-*}" "fla:fla/chunk,fla/fused_recurrent flashinfer: flashqla:" ;;
     decode) versus "decode$suffix" configs/decode.yaml "${OURS:-decode/fast}" "fla:fla/fused_recurrent flashinfer:" ;;

@@ -96,6 +96,7 @@ class Runner:
         except Exception as e:  # noqa: BLE001 - an argument the peer's API refuses: not a measurement
             traceback.print_exc()
             return self.record(point, plan, "skipped", f"{name} refused the arguments: {_message(e)}", work=work)
+        first = time.monotonic()
         try:
             call()  # the first call compiles (CuTe DSL, TileLang, Triton)
             torch.cuda.synchronize()
@@ -106,6 +107,7 @@ class Runner:
             traceback.print_exc()
             return self.record(point, plan, "skipped", f"{name} failed at its first call (compile or argument "
                                f"check): {_message(e)}", work=work)
+        first_call_s = time.monotonic() - first  # compile and autotune included: what the caches save
         try:
             for _ in range(max(self.rule.warmup_runs - 1, 0)):
                 call()
@@ -126,6 +128,7 @@ class Runner:
         rec = self.record(point, plan, "verify_failed" if failed else "ok", reason, verification=verification,
                           timing=timing, work=work)
         rec["notes"] = notes + timer_notes
+        rec["first_call_s"] = first_call_s
         return rec
 
     # ---- verification -----------------------------------------------------------------------
