@@ -1,5 +1,6 @@
 // The state-dependent half of a chunk on wgmma: the four state warps of a block_v 64 CTA are one
-// warpgroup, and the products of state_warp.cuh become warpgroup MMAs with the same registers. A
+// warpgroup (block_v 128: eight, two), and the products of state_warp.cuh become warpgroup MMAs
+// with the same registers. A
 // wgmma m64nN accumulator is, per warp, the m16n8 accumulator tiles of its 16 rows side by side,
 // and its register A operand is per warp the m16n8k16 A fragment, so S^T (warp w: value columns
 // 16 w ..), W^T and V_d^T keep their layouts; what changes is that B comes straight from the
@@ -9,8 +10,8 @@
 //   V_d^T         m64n64k16 x 4      B: A_g, K-major (the full square: zeros above the diagonal)
 //   O^T           m64n64k16 x 4      B: P_g, K-major (likewise)
 //   S^T update    m64n64k16 x 4 x 2  B: k tile, MN-major (both 64-column halves of the head dim)
-// The accumulation order differs from mma.sync, so the bits differ from kernel v1's (within the
-// same tolerance); a launch is still deterministic and batch-invariant.
+// Per element these are the same k16 steps in the same order as mma.sync's, and the tensor cores
+// round them alike: the same bits as kernels v1-v3 on mma.sync (GPU test WgmmaGivesMmaSyncBits).
 #pragma once
 
 #include <cstdint>
