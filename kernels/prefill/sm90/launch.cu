@@ -57,7 +57,9 @@ void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slo
   if (block_v == 32) return launch_scan<In, 32, kOut>(a, slots, ws, cp, stream);
   if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true>(a, slots, ws, cp, stream);
   if (block_v == 64) return launch_scan<In, 64, kOut>(a, slots, ws, cp, stream);
-  if (block_v == 128 && wgmma && kOut) return launch_scan<In, 128, kOut, true>(a, slots, ws, cp, stream);
+  if constexpr (kOut) {  // the transition pass runs at cp_block_v 32 or 64
+    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true>(a, slots, ws, cp, stream);
+  }
   throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
 }
 
