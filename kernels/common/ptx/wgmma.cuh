@@ -14,27 +14,30 @@
 namespace gdn {
 namespace ptx {
 
-// Shared-memory matrix descriptor (PTX "Matrix Descriptor Format"), no swizzle: start address,
-// leading- and stride-dimension byte offsets, all encoded >> 4 in 14-bit fields.
-__device__ inline uint64_t wgmma_smem_desc(const void* smem, uint32_t leading_byte_offset,
-                                           uint32_t stride_byte_offset) {
-  const uint64_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  uint64_t desc = (addr >> 4) & 0x3FFF;
-  desc |= static_cast<uint64_t>((leading_byte_offset >> 4) & 0x3FFF) << 16;
-  desc |= static_cast<uint64_t>((stride_byte_offset >> 4) & 0x3FFF) << 32;
-  return desc;  // base offset 0, swizzle mode 0 (none)
-}
-
-// The same for a tile in the 128-byte swizzle (layout type 1), 1 KiB aligned at its start (a k-step
-// inside the 128-byte row may add up to 96 bytes). K-major: stride_byte_offset is the distance between
-// 8-row groups, leading_byte_offset unused; MN-major: stride between 8-row groups of k, leading
-// between 64-element column blocks of n.
-__device__ inline uint64_t wgmma_smem_desc_sw128(uint32_t smem_addr, uint32_t leading_byte_offset,
-                                                 uint32_t stride_byte_offset) {
+// Shared-memory matrix descriptor (PTX "Matrix Descriptor Format"): start address, leading- and
+// stride-dimension byte offsets, all encoded >> 4 in 14-bit fields; base offset 0.
+__device__ inline uint64_t wgmma_desc_fields(uint32_t smem_addr, uint32_t leading_byte_offset,
+                                             uint32_t stride_byte_offset) {
   uint64_t desc = (smem_addr >> 4) & 0x3FFF;
   desc |= static_cast<uint64_t>((leading_byte_offset >> 4) & 0x3FFF) << 16;
   desc |= static_cast<uint64_t>((stride_byte_offset >> 4) & 0x3FFF) << 32;
-  return desc | (uint64_t(1) << 62);
+  return desc;
+}
+
+// A tile without swizzle (layout type 0).
+__device__ inline uint64_t wgmma_smem_desc(const void* smem, uint32_t leading_byte_offset,
+                                           uint32_t stride_byte_offset) {
+  return wgmma_desc_fields(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), leading_byte_offset,
+                           stride_byte_offset);
+}
+
+// A tile in the 128-byte swizzle (layout type 1), 1 KiB aligned at its start (a k-step inside the
+// 128-byte row may add up to 96 bytes). K-major: stride_byte_offset is the distance between 8-row
+// groups, leading_byte_offset unused; MN-major: stride between 8-row groups of k, leading between
+// 64-element column blocks of n.
+__device__ inline uint64_t wgmma_smem_desc_sw128(uint32_t smem_addr, uint32_t leading_byte_offset,
+                                                 uint32_t stride_byte_offset) {
+  return wgmma_desc_fields(smem_addr, leading_byte_offset, stride_byte_offset) | (uint64_t(1) << 62);
 }
 
 // Pins the registers' values here: an asm "memory" clobber does not order plain register

@@ -108,6 +108,27 @@ template <class In, int BV, int Ver> struct StateWarp {
       }
     }
   }
+  // acc = acc diag(e): accumulator tiles over the chunk's tokens (columns), each scaled by its
+  // token's entry of e.
+  __device__ __forceinline__ void scale_tokens(float (&acc)[8][4], const float* e) const {
+    const int t = lane & 3;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int i0 = 8 * nt + 2 * t;
+      const float e0 = e[i0], e1 = e[i0 + 1];
+      acc[nt][0] *= e0, acc[nt][1] *= e1, acc[nt][2] *= e0, acc[nt][3] *= e1;
+    }
+  }
+  // S^T = e^G S^T: the chunk's decay of the whole state (buffer `buf`'s e^G).
+  __device__ __forceinline__ void decay(const uint8_t* smem, int buf) {
+    constexpr SmemLayout L(BV, Ver);
+    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
+#pragma unroll
+    for (int nt = 0; nt < kHeadDim / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[nt][e] *= eG;
+  }
+
   // The update's A operand of token k-step kk: (V_d^T diag(eu)), rounded.
   __device__ __forceinline__ void update_operand(const float (&vd)[8][4], const float* eu, int kk, uint32_t (&ap)[4]) const {
     const int t = lane & 3;
@@ -151,7 +172,6 @@ template <class In, int BV, int Ver> struct StateWarp {
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
     constexpr SmemLayout L(BV, Ver);
-    const int t = lane & 3;
     const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
     const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
     uint8_t* vt = smem + L.v(stage);
@@ -186,20 +206,11 @@ template <class In, int BV, int Ver> struct StateWarp {
     times_lower_transposed(vd, w, s0 + L.ag(buf) + bl);
     // O^T = (Q S)^T diag(eq) + V_d^T P_g^T.
     if constexpr (kOut) {
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int i0 = 8 * nt + 2 * t;
-        const float e0 = eq[i0], e1 = eq[i0 + 1];
-        o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
-      }
+      scale_tokens(o, eq);
       times_lower_transposed(o, vd, s0 + L.pg(buf) + bl);
     }
     // S^T = e^G S^T + (V_d^T diag(eu)) K; eu is 0 past the last valid token.
-    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
-#pragma unroll
-    for (int nt = 0; nt < kHeadDim / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] *= eG;
+    decay(smem, buf);
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       uint32_t ap[4];

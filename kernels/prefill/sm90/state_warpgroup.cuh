@@ -1,11 +1,10 @@
 // The state-dependent half of a chunk on wgmma: the four state warps of a block_v 64 CTA are one
 // warpgroup (block_v 128: eight, two), and the products of state_warp.cuh become warpgroup MMAs
-// with the same registers. A
-// wgmma m64nN accumulator is, per warp, the m16n8 accumulator tiles of its 16 rows side by side,
-// and its register A operand is per warp the m16n8k16 A fragment, so S^T (warp w: value columns
-// 16 w ..), W^T and V_d^T keep their layouts; what changes is that B comes straight from the
-// swizzled shared-memory tiles (one read per warpgroup instead of an ldmatrix per warp) and the
-// products run asynchronously:
+// with the same registers. A wgmma m64nN accumulator is, per warp, the m16n8 accumulator tiles of
+// its 16 rows side by side, and its register A operand is per warp the m16n8k16 A fragment, so
+// S^T (warp w: value columns 16 w ..), W^T and V_d^T keep their layouts; what changes is that B
+// comes straight from the swizzled shared-memory tiles (one read per warpgroup instead of an
+// ldmatrix per warp) and the products run asynchronously:
 //   U^T, (Q S)^T  m64n64k16 x 8      B: k / q tile, K-major
 //   V_d^T         m64n64k16 x 4      B: A_g, K-major (the full square: zeros above the diagonal)
 //   O^T           m64n64k16 x 4      B: P_g, K-major (likewise)
@@ -48,7 +47,6 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
     constexpr SmemLayout L(BV, kKernelV3);
-    const int t = lane & 3;
     const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
     uint8_t* vt = smem + L.v(stage);
     const auto [ek, eq, eu] = Base::vectors(smem, buf);
@@ -100,11 +98,7 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
       this->update_operand(vd, eu, kk, ap[kk]);
       if constexpr (kOut) acc_to_a(vd[2 * kk], vd[2 * kk + 1], av[kk]);
     }
-    const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
-#pragma unroll
-    for (int nt = 0; nt < kHeadDim / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] *= eG;
+    this->decay(smem, buf);
     float(&s_lo)[32] = *reinterpret_cast<float(*)[32]>(&s[0][0]);
     float(&s_hi)[32] = *reinterpret_cast<float(*)[32]>(&s[8][0]);
     ptx::wgmma_fence_operands(s_lo);
@@ -118,12 +112,7 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
     }
     ptx::wgmma_commit_group();
     if constexpr (kOut) {
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int i0 = 8 * nt + 2 * t;
-        const float e0 = eq[i0], e1 = eq[i0 + 1];
-        o[nt][0] *= e0, o[nt][1] *= e1, o[nt][2] *= e0, o[nt][3] *= e1;
-      }
+      this->scale_tokens(o, eq);
       ptx::wgmma_fence_operands(flat(o));
       ptx::wgmma_fence();
       times_transposed(o, av, s0 + L.pg(buf));
