@@ -74,6 +74,28 @@ TEST(Sm90Plan, V3TakesBlockV128WhereItShortensTheWaves) {
   EXPECT_TRUE(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).wgmma_at(128));
 }
 
+// The preparation per q/k head where GVA is 4 or more and the grid is deep (prep_kernel.cuh).
+bool prep_group(std::vector<int64_t> lens, int h, int hv) {
+  return sm90::choose(Batch::of(prefill(lens, h, hv)), 132).prep_group;
+}
+TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsFourAndTheGridDeep) {
+  const std::vector<int64_t> eight(8, 4096);
+  EXPECT_TRUE(prep_group(eight, 16, 64));
+  EXPECT_TRUE(prep_group(eight, 8, 32));
+  EXPECT_TRUE(prep_group(eight, 4, 16));
+  EXPECT_FALSE(prep_group(eight, 16, 32));  // GVA 2
+  EXPECT_FALSE(prep_group(eight, 8, 24));   // GVA 3
+  EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 slots x 2 q/k heads
+  const Plan chosen{64, sm90::kKernelV3};
+  EXPECT_TRUE(sm90::apply_override(chosen, "prep=group").prep_group);
+  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "prep=group"), "prep=head").prep_group);
+  EXPECT_THROW(sm90::apply_override(chosen, "prep=warp"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,prep=group"), std::invalid_argument);
+  const Batch b = Batch::of(prefill(eight, 16, 64));
+  const std::string line = sm90::choose(b, 132).describe(b, 132);
+  EXPECT_TRUE(test::contains(line, "(520 x 16 CTAs of 128 threads, one per q/k head")) << line;
+}
+
 TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
   EXPECT_EQ(block_v2({32768}, 2, 8), 32);
   EXPECT_EQ(block_v2({32768}, 16, 32), 32);

@@ -89,13 +89,14 @@ std::vector<Case> cases() {
   // v3 at block_v 64 on mma.sync (the default there is wgmma), and on wgmma split (a case's own
   // block_v=32 runs mma.sync).
   for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
-                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128"})
+                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,prep=group"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel == "v3,block_v=128" && !one.plan.empty()) continue;
       std::string label = one.label + "_" + kernel.substr(0, 2);
       if (kernel.find("mma=") != std::string::npos) label += kernel.find("wgmma") != std::string::npos ? "_wg" : "_sync";
       if (kernel.find("block_v=128") != std::string::npos) label += "_bv128";
+      if (kernel.find("prep=group") != std::string::npos) label += "_prepgroup";
       if (kernel.find("cp=2") != std::string::npos) label += "_cp2";
       if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
@@ -156,7 +157,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
   for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
                                  "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32",
-                                 "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128"}) {
+                                 "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128",
+                                 "kernel=v3,prep=group"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -278,6 +280,29 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
   }
   EXPECT_TRUE(bits[0].first == bits[1].first) << "o at block_v 128 differs from v1's";
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht at block_v 128 differs from v1's";
+}
+
+// The preparation per q/k head (prep=group) runs each value head's preparation with the same
+// functions in the same order as one CTA per value head, so the same bits, for every GVA ratio.
+TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  for (const int hv : {2, 4, 6, 8}) {
+    const Shape s = prefill({1, 17, 64, 130, 200, 0, 700}, 2, hv);
+    SCOPED_TRACE(s.key());
+    Problem p(s, *backend_, kSeed);
+    std::pair<Bytes, Bytes> bits[2];
+    for (int k = 0; k < 2; ++k) {
+      test::ScopedEnv env("GDNBENCH_SM90_PLAN", k == 0 ? "kernel=v3,cp=off,prep=head" : "kernel=v3,cp=off,prep=group");
+      bits[k] = run_once(*v, p, *backend_);
+      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+      EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
+    }
+    EXPECT_TRUE(bits[0].first == bits[1].first) << "o differs";
+    EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
+  }
 }
 
 // The launch captured into a graph in global mode (a synchronising or device-to-host call would

@@ -68,27 +68,32 @@ template <class In> __device__ __forceinline__ void sum_sq_to_f16(uint4& w, floa
   w = make_uint4(x[0], x[1], x[2], x[3]);
 }
 
-// Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
-// token tid's gate words (group threads 0..63). Two group barriers.
-template <class In, int BV, int Ver, class Grp>
-__device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
-                                              const prefill::Args& a, int rows) {
-  constexpr SmemLayout L(BV, Ver);
-  constexpr int NT = Grp::kThreads;
-  const int tid = grp.tid, lane = tid & 31;
-  auto sv = [&](Scalar which) { return scalar_vec<BV, Ver>(smem, buf, which); };
+// The chunk's gate and beta vectors of buffer `buf`; `gate` holds token tid's gate words (group
+// threads 0..63). No barrier.
+template <int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_gates(const Grp& grp, uint8_t* smem, int buf, const dev::GateIn& gate,
+                                            const prefill::Args& a, int rows) {
+  const int tid = grp.tid;
   if (tid < kChunk) {
     const bool valid = tid < rows;
     const dev::Gate gt = dev::gate_of(a.gate, gate);
-    sv(kG)[tid] = valid ? gt.g : 0.f;
-    sv(kBeta)[tid] = valid ? gt.beta : 0.f;
+    scalar_vec<BV, Ver>(smem, buf, kG)[tid] = valid ? gt.g : 0.f;
+    scalar_vec<BV, Ver>(smem, buf, kBeta)[tid] = valid ? gt.beta : 0.f;
   }
-  // Inverse norms of the 64 k rows, then the 64 q rows: four threads per row, four 16-byte
-  // pieces each, combined by two shuffles; bf16 rows are rewritten as f16 on the way. Thread
-  // (row, q) reads at step c piece (2 q + row % 2 + c % 2) % 8 of half c / 2: a 16-byte access is
-  // served eight lanes (two rows) at a time, and those eight hit eight different bank groups (the
-  // halves are 8 KiB apart, on the same banks). The order of a sum does not matter here.
-  for (int e = tid; e < 8 * kChunk; e += NT) {
+}
+
+// Inverse norms of the 64 k rows, then the 64 q rows of chunk `stage` into buffer `buf`: four
+// threads per row, four 16-byte pieces each, combined by two shuffles; bf16 rows are rewritten as
+// f16 on the way. Thread (row, q) reads at step c piece (2 q + row % 2 + c % 2) % 8 of half c / 2:
+// a 16-byte access is served eight lanes (two rows) at a time, and those eight hit eight different
+// bank groups (the halves are 8 KiB apart, on the same banks). The order of a sum does not matter
+// here. No barrier.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int stage, int buf, const prefill::Args& a,
+                                            int rows) {
+  constexpr SmemLayout L(BV, Ver);
+  constexpr int NT = Grp::kThreads;
+  for (int e = grp.tid; e < 8 * kChunk; e += NT) {
     const bool is_q = e >= 4 * kChunk;
     const int row = (e >> 2) & (kChunk - 1), quarter = e & 3;
     uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + row * 128;
@@ -105,11 +110,18 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     if (quarter == 0) {
       const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
-      sv(is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+      scalar_vec<BV, Ver>(smem, buf, is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
     }
   }
-  grp.sync();
-  // Warp 0: the cumsum (two tokens per lane, a shuffle scan across lanes) and the row scalings.
+}
+
+// Warp 0: the cumsum of g (two tokens per lane, a shuffle scan across lanes) and the row scalings
+// from it and the norms, into buffer `buf`. No barrier.
+template <int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, int buf, const prefill::Args& a, int rows) {
+  constexpr SmemLayout L(BV, Ver);
+  const int tid = grp.tid, lane = tid & 31;
+  auto sv = [&](Scalar which) { return scalar_vec<BV, Ver>(smem, buf, which); };
   if (tid < 32) {
     const float* g = sv(kG);
     const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
@@ -134,6 +146,17 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
     }
     if (lane == 0) *reinterpret_cast<float*>(smem + L.exp_G(buf)) = exp_nonpos(G);
   }
+}
+
+// Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
+// token tid's gate words (group threads 0..63). Two group barriers.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
+                                              const prefill::Args& a, int rows) {
+  chunk_gates<BV, Ver>(grp, smem, buf, gate, a, rows);
+  chunk_norms<In, BV, Ver>(grp, smem, stage, buf, a, rows);
+  grp.sync();
+  chunk_scalings<BV, Ver>(grp, smem, buf, a, rows);
   grp.sync();
 }
 
@@ -204,51 +227,59 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
 
 // Two tasks of one warp: both products into registers, a group barrier (every warp's products
 // are done, so the q/k tiles are dead: the preparation kernel's layout puts L and P_g over
-// them), then both stores.
-template <bool QA, int RA, bool QB, int RBb, int BV, int Ver, class Grp>
-__device__ __forceinline__ void product_pair(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+// them), then `each` is handed the stores of both (it calls them once per value head that shares
+// the q/k head: the products depend on q and k only, their scaled stores on the head's gates).
+template <bool QA, int RA, bool QB, int RBb, int BV, int Ver, class Grp, class Each>
+__device__ __forceinline__ void product_pair(const Grp& grp, uint8_t* smem, int stage, int buf, float scale, Each&& each) {
   const int lane = grp.tid & 31;
   RowBlockAcc<RA> a;
   RowBlockAcc<RBb> b;
   product_mma<QA, RA, BV, Ver>(lane, smem, stage, a);
   product_mma<QB, RBb, BV, Ver>(lane, smem, stage, b);
   grp.sync();
-  product_store<QA, RA, BV, Ver>(lane, smem, buf, scale, a);
-  product_store<QB, RBb, BV, Ver>(lane, smem, buf, scale, b);
+  each([&] {
+    product_store<QA, RA, BV, Ver>(lane, smem, buf, scale, a);
+    product_store<QB, RBb, BV, Ver>(lane, smem, buf, scale, b);
+  });
 }
-template <bool Q, int R, int BV, int Ver, class Grp>
-__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+template <bool Q, int R, int BV, int Ver, class Grp, class Each>
+__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale, Each&& each) {
   const int lane = grp.tid & 31;
   RowBlockAcc<R> a;
   product_mma<Q, R, BV, Ver>(lane, smem, stage, a);
   grp.sync();
-  product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a);
+  each([&] { product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a); });
 }
 
 // L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
 // rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
 // four warps take K3 + K0, Q3 + Q0, K2 + K1, Q2 + Q1 (5 pairs each), eight warps one task each.
-// Contains a group barrier between the products and the stores; ends without one.
-template <class In, int BV, int Ver, class Grp>
-__device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+// Contains a group barrier between the products and the stores, which `each` runs (default: once);
+// ends without one.
+struct StoreOnce {
+  template <class Store> __device__ __forceinline__ void operator()(Store&& store) const { store(); }
+};
+template <class In, int BV, int Ver, class Grp, class Each = StoreOnce>
+__device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale,
+                                               Each&& each = {}) {
   static_assert(Grp::kWarps == 4 || Grp::kWarps == 8, "four or eight warps share the eight tasks");
   if constexpr (Grp::kWarps == 4) {
     switch (grp.warp()) {
-      case 0: product_pair<false, 3, false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 1: product_pair<true, 3, true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 2: product_pair<false, 2, false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
-      default: product_pair<true, 2, true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 0: product_pair<false, 3, false, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 1: product_pair<true, 3, true, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 2: product_pair<false, 2, false, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      default: product_pair<true, 2, true, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
     }
   } else {
     switch (grp.warp()) {
-      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
-      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
     }
   }
 }

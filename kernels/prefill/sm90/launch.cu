@@ -78,10 +78,11 @@ template <class In> void launch_v3(const prefill::Args& a, const Plan& p, cudaSt
     cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
     cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
   }
-  const auto prep = prefill_sm90_prep_kernel<In>;
+  const auto prep = p.prep_group ? prefill_sm90_prep_kernel<In, true> : prefill_sm90_prep_kernel<In, false>;
   const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
   set_smem(prep, prep_smem);
-  prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(a.HV)), kPrepKernelThreads, size_t(prep_smem), stream>>>(a, ws);
+  prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), kPrepKernelThreads, size_t(prep_smem),
+         stream>>>(a, ws);
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {

@@ -21,6 +21,7 @@ constexpr int kDefaultSmCount = 132;  // H100/H200, when the device cannot be as
 struct Batch {
   int64_t sequences = 0, tokens = 0;
   int HV = 0, K = 0, V = 0;
+  int H = 0;  // q/k heads
   std::vector<int64_t> lens;  // tokens per sequence (the context-parallel plan and its cost model)
   static Batch of(const Shape& s);
   int64_t max_len() const;
@@ -37,6 +38,9 @@ struct Plan {
   // (state_warpgroup.cuh); passes at block_v 32, and every pass when false, use mma.sync.
   bool wgmma = false;
   bool wgmma_at(int bv) const { return wgmma && kernel == kKernelV3 && bv >= 64; }
+  // v3: the preparation kernel as one CTA per (slot, q/k head), the GVA group's value heads in
+  // turn (prep_kernel.cuh), instead of one per (slot, value head).
+  bool prep_group = false;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -49,7 +53,7 @@ struct Plan {
   std::string describe(const Batch& b, int sm_count) const;
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
-           (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma;
+           (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group;
   }
 };
 
@@ -76,13 +80,15 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 // 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3,
-// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync (0 / -1 where not given);
+// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group (0 / -1
+// where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
   int seg_chunks = -1;  // cp=off (0) or cp=<chunks per segment>; -1 when not given
   int cp_block_v = 0;
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
+  int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

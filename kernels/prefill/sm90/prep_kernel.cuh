@@ -4,6 +4,10 @@
 // (chunk_prep.cuh: scalars, K K^T and Q K^T, the gate-free inverse, A_g), then writes A_g, P_g
 // and the scalars to its slot. Nothing here waits for another chunk, so the whole batch runs in
 // parallel, four CTAs per SM; the scan kernel (kernel_v3.cuh) then carries only the state chain.
+// kGroup: one CTA per (slot, q/k head) instead: q and k loaded, normed and multiplied once, then
+// each value head of the GVA group in turn (its gates, the stores of the products kept in
+// registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
+// same bits; the plan takes it where GVA is 4 or more and the grid deep (plan.h).
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -20,12 +24,28 @@
 
 namespace gdn::sm90 {
 
-template <class In>
+// The slot of value head h: A_g and P_g as they lie in shared memory, then the scalars (16-byte
+// pieces).
+__device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid) {
+  constexpr int NT = kPrepKernelThreads;
+  constexpr SmemLayout L(0, kPrepKernel);
+  uint8_t* out = ws + slot_offset(slot, h, HV);
+  for (int e = tid; e < kSlotBytes / 16; e += NT) {
+    const int at = 16 * e;
+    const uint8_t* src = at < kSlotPg    ? smem + L.ag(0) + at
+                         : at < kSlotScalars ? smem + L.pg(0) + (at - kSlotPg)
+                                             : smem + L.scalars(0) + (at - kSlotScalars);
+    *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+  }
+}
+
+template <class In, bool kGroup = false>
 __global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];
-  const int tid = int(threadIdx.x), h = int(blockIdx.y);
+  const int tid = int(threadIdx.x), group = a.HV / a.H;
+  const int hk = kGroup ? int(blockIdx.y) : int(blockIdx.y) / group;  // the q/k head
   const int64_t slot = blockIdx.x;
   // The sequence of this slot (segments.h: the same search as the scan's segment slots).
   const int64_t n = sequence_of_slot(slot, a.N, [&](int64_t m) { return first_slot(a.cu_seqlens[m], m); });
@@ -35,23 +55,39 @@ __global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kerne
   const int rows = int(len - c * kChunk < kChunk ? len - c * kChunk : kChunk);
   const int64_t row0 = bos + c * kChunk;
 
-  load_qk<0, kPrepKernel, NT>(smem, 0, a, row0, rows, h / (a.HV / a.H), tid);
+  load_qk<0, kPrepKernel, NT>(smem, 0, a, row0, rows, hk, tid);
   __pipeline_commit();
-  const dev::GateIn gate = tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{};
-  __pipeline_wait_prior(0);
-  __syncthreads();
   const PrepGroup<NT, 0> all{tid};
-  prepare_chunk<In, 0, kPrepKernel>(all, smem, 0, 0, gate, a, rows);
-  __syncthreads();
-
-  // The slot: A_g and P_g as they lie in shared memory, then the scalars (16-byte pieces).
-  uint8_t* out = ws + slot_offset(slot, h, a.HV);
-  for (int e = tid; e < kSlotBytes / 16; e += NT) {
-    const int at = 16 * e;
-    const uint8_t* src = at < kSlotPg    ? smem + L.ag(0) + at
-                         : at < kSlotScalars ? smem + L.pg(0) + (at - kSlotPg)
-                                             : smem + L.scalars(0) + (at - kSlotScalars);
-    *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+  if constexpr (!kGroup) {
+    const int h = int(blockIdx.y);
+    const dev::GateIn gate = tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{};
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    prepare_chunk<In, 0, kPrepKernel>(all, smem, 0, 0, gate, a, rows);
+    __syncthreads();
+    write_slot(smem, ws, slot, h, a.HV, tid);
+  } else {
+    __pipeline_wait_prior(0);
+    __syncthreads();
+    chunk_norms<In, 0, kPrepKernel>(all, smem, 0, 0, a, rows);  // rk, rq: the group's, kept in the scalars
+    __syncthreads();
+    chunk_products<In, 0, kPrepKernel>(all, smem, 0, 0, a.scale, [&](auto&& store) {
+      for (int j = 0; j < group; ++j) {
+        const int h = hk * group + j;
+        const dev::GateIn gate = tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{};
+        chunk_gates<0, kPrepKernel>(all, smem, 0, gate, a, rows);
+        __syncthreads();
+        chunk_scalings<0, kPrepKernel>(all, smem, 0, a, rows);
+        __syncthreads();
+        store();
+        __syncthreads();
+        invert_in_place(all, reinterpret_cast<float*>(smem + L.lt), reinterpret_cast<float*>(smem + L.x));
+        build_ag<In, 0, kPrepKernel>(all, smem, 0);
+        __syncthreads();
+        write_slot(smem, ws, slot, h, a.HV, tid);
+        __syncthreads();  // the next head overwrites the tiles and scalars
+      }
+    });
   }
 }
 
