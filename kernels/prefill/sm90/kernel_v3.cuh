@@ -1,12 +1,13 @@
 // Kernel v3, second of its two kernels: the scan. The same CTA work and state warps as v1 and v2
 // (cta_work.cuh, state_warp.cuh), but a chunk's preparation is already in the workspace
 // (prep_kernel.cuh), so the state chain is all that is left in series. Warps 0 .. BV / 16 - 1 own
-// the state; the kPrepWarps after them only load. Step i of the loop:
+// the state; the kPrepWarps after them only load:
 //   load warps    copy chunk i + 1 (q, k, v and its workspace slot: A_g, P_g, the scalars) into
-//                 stage (i + 1) % 3, wait for chunk i, convert its bf16 q/k to f16 in place
-//   state warps   advance the state through chunk i - 1 (stage (i - 1) % 3)
-// and one CTA barrier ends the step. The arithmetic is v1's, element for element, so v3 gives
-// v1's bits (GPU test). With context parallelism (segments.h) a CTA scans one segment of its
+//                 stage (i + 1) % 3 once chunk i - 2 is consumed, wait for chunk i, convert its
+//                 bf16 q/k to f16 in place, mark stage i % 3 full
+//   state warps   wait for stage j % 3 to be full, advance the state through chunk j, mark it empty
+// The roles meet only at these per-stage mbarriers, not at a CTA barrier per chunk. The arithmetic
+// is v1's, element for element, so v3 gives v1's bits (GPU test). With context parallelism (segments.h) a CTA scans one segment of its
 // sequence from the start state the fixup computed; the same kernel without outputs (kOut false)
 // is the transition pass.
 #pragma once
@@ -134,8 +135,20 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   }
   const int count = w.c_end - c_begin;
 
-  // The two roles in separate branches with the same barriers (ptxas allocates 215-217 registers
-  // instead of 229 for the shared loop; and a role's registers could be rebalanced by setmaxnreg).
+  // Per stage, full (the load warps' NL arrivals: the chunk is in and converted) and empty (the
+  // state warps' arrivals: the chunk is consumed): each role waits only for what it needs, with no
+  // CTA barrier per chunk. Chunk j's phase of either barrier of stage j % 3 is j / 3.
+  __shared__ uint64_t full_bar[3], empty_bar[3];
+  if (tid == 0) {
+    for (int s = 0; s < 3; ++s) {
+      cuda::ptx::mbarrier_init(&full_bar[s], NL);
+      cuda::ptx::mbarrier_init(&empty_bar[s], kStateWarps * 32);
+    }
+  }
+  __syncthreads();
+
+  // The two roles in separate branches (ptxas allocates 215-217 registers instead of 229 for a
+  // shared loop; and a role's registers can be rebalanced by setmaxnreg).
   if (is_state) {
     if constexpr (BV == 128) ptx::setmaxnreg_inc<kStateRegs>();
     std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, kKernelV3>> st;
@@ -144,12 +157,12 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
-    for (int i = 0; i <= count; ++i) {
-      if (i > 0) {
-        const int j = i - 1, c = c_begin + j;
-        st.template chunk<kOut>(smem, j % 3, j % 3, w.rows_of(c), w.row0_of(c), a, w.h, col0);
+    for (int j = 0; j < count; ++j) {
+      const int c = c_begin + j, stage = j % 3;
+      while (!cuda::ptx::mbarrier_try_wait_parity(&full_bar[stage], uint32_t((j / 3) & 1))) {
       }
-      __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
+      st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
+      cuda::ptx::mbarrier_arrive(&empty_bar[stage]);  // the stage is free for chunk j + 3
     }
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
@@ -161,21 +174,27 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
       load_slot<BV, NL>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
     };
-    if (count > 0) load(0);
-    __pipeline_commit();
-    for (int i = 0; i <= count; ++i) {
-      if (i < count) {
-        if (i + 1 < count) load(i + 1);  // stage (i + 1) % 3 was last read by the state warps in step i - 1
-        __pipeline_commit();
-        __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-        if constexpr (!std::is_same_v<In, __half>) {
-          ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-          qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+    // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
+    auto produce = [&](int i) {
+      if (i >= 3) {
+        while (!cuda::ptx::mbarrier_try_wait_parity(&empty_bar[i % 3], uint32_t((i / 3 - 1) & 1))) {
         }
-        // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
-        if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       }
-      __syncthreads();  // chunk i is ready; chunk i - 1's stage is free
+      load(i);
+    };
+    if (count > 0) produce(0);
+    __pipeline_commit();
+    for (int i = 0; i < count; ++i) {
+      if (i + 1 < count) produce(i + 1);
+      __pipeline_commit();
+      __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
+      if constexpr (!std::is_same_v<In, __half>) {
+        ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
+        qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+      }
+      // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
+      if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+      cuda::ptx::mbarrier_arrive(&full_bar[i % 3]);  // chunk i is ready
     }
   }
 }
