@@ -19,7 +19,7 @@ except ImportError:
     sys.exit(2)
 
 import numeric_fakes as nf  # noqa: E402
-from peerlib import fla_support, inputs, peers  # noqa: E402
+from peerlib import fla_support, inputs, peers, reference_store  # noqa: E402
 from peerlib import shapes as sh  # noqa: E402
 from peerlib.selftest import Checker  # noqa: E402
 from peerlib.verify import verify_call  # noqa: E402
@@ -77,8 +77,42 @@ def run_peer(c, name, fns, shape, expect_pass=True):
     return ran
 
 
+def check_reference_store(c):
+    """GDN_PEER_REF_CACHE: a second process (here: a fresh ref_cache) of another peer reads the
+    reference the first wrote, with the same checks; other inputs (another seed) miss it."""
+    import tempfile
+    s = sh.normalize(dict(SMALL, op="prefill", seqlens=[9, 4]))
+
+    def verify_with(name, fns, seed):
+        peer = peers.PEERS[name]
+        loaded = loaded_peer(name, fns)
+        plan = peer.plan_point(s, peer.variants["prefill"][0], loaded.caps)
+        call = peer.make_call(loaded, s, plan, inputs.make_inputs(s, seed, "cpu"), "cpu")
+        return verify_call(call, s, {}, float(1 << 30), float(1 << 30), 1 << 20)
+
+    hits = []  # the stand-ins walk the token loop themselves: count the store's answers instead
+    real = reference_store.load
+    reference_store.load = lambda *a: (lambda r: hits.append(r is not None) or r)(real(*a))
+    try:
+        with tempfile.TemporaryDirectory() as root:
+            os.environ[reference_store.ENV] = root
+            first = verify_with("fla", nf.FLA, 11)
+            files = os.listdir(root)
+            second = verify_with("flashqla", nf.FLASHQLA, 11)
+            c(len(files) == 1 and hits == [False, True], f"FLA wrote one entry and FlashQLA read it "
+              f"({len(files)} files, store answers {hits})")
+            c(first["pass"] and second["pass"] and [x["rel_l2"] for x in first["checks"]] ==
+              [x["rel_l2"] for x in second["checks"]], "the stored reference gives the same checks")
+            verify_with("fla", nf.FLA, 12)
+            c(len(os.listdir(root)) == 2 and hits[-1] is False, "another seed misses the store")
+    finally:
+        reference_store.load = real
+        os.environ.pop(reference_store.ENV, None)
+
+
 def main():
     c = Checker()
+    check_reference_store(c)
     ran = 0
     for shape in SHAPES:
         ran += run_peer(c, "flashinfer", nf.FLASHINFER, shape)

@@ -7,6 +7,7 @@ import time
 import torch
 
 from . import reference
+from . import reference_store
 from . import report as rp
 from . import shapes as sh
 
@@ -33,6 +34,8 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
         return rp.verification_json(scope=f"not verified: too large ({tokens * hv * kv} state-update work)")
     if s["op"] != "prefill" and s["indices"] == "padded":
         scope += f" (the {len(cu) - 1} valid rows)"
+    # Where the disk store (reference_store.py) keeps this reference: from the inputs as restored.
+    stored_at = reference_store.entry_path(sh.shape_key(s), heads, getattr(call, "ref_key", ""), ri)
     out = call.outputs(call())
     if out["o"].is_cuda:
         torch.cuda.synchronize()
@@ -43,9 +46,15 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
         steps_check = reference.StepCheck(out["intermediate"].index_select(2, hsel))
     key = (tuple(heads), getattr(call, "ref_key", ""))
     if key not in ref_cache or steps_check is not None:
-        ref_cache[key] = reference.recurrent(ri["q"], ri["k"], ri["v"], ri["g"], ri["beta"], cu, ri["h0_kv"],
-                                             sh.effective_scale(s), s["l2norm"], heads, s["h_v"] // s["h_qk"],
-                                             on_step=steps_check)
+        # The intermediate-cache check walks the steps itself: never from the disk store.
+        stored = None if steps_check is not None else stored_at
+        hit = reference_store.load(stored, out["o"].device)
+        if hit is None:
+            hit = reference.recurrent(ri["q"], ri["k"], ri["v"], ri["g"], ri["beta"], cu, ri["h0_kv"],
+                                      sh.effective_scale(s), s["l2norm"], heads, s["h_v"] // s["h_qk"],
+                                      on_step=steps_check)
+            reference_store.save(stored, *hit)
+        ref_cache[key] = hit
     ref_o, ref_state = ref_cache[key]
     checks = [reference.check("o", out["o"].index_select(1, hsel), ref_o, tol["o"])]
     name = "ht" if s["op"] == "prefill" else "pool"
