@@ -1,8 +1,8 @@
 // The arithmetic of prefill/sm90 modelled on the host, chunk by chunk, against the fp64 token
 // recurrence. Two questions a GPU run cannot answer cheaply:
 //  1. Is the kernel's algebra right? In exact mode (every operand kept in double) the model must
-//     equal the reference to ~1e-10: the gate-free inverse (I + StrictLower(diag(beta) K^ K^T))^-1
-//     with the gate applied afterwards as a mask, the L2 norms applied as row/column scalings of
+//     equal the reference to ~1e-10: the gated inverse (I + Gam * StrictLower(diag(beta) K^ K^T))^-1
+//     (= Gam * the gate-free one, FlashQLA's identity), the L2 norms applied as row/column scalings of
 //     raw-input products, a partial last chunk padded with zeros (g = 0, beta = 0), zero-length
 //     sequences, GVA, both state layouts.
 //  2. Is the precision budget enough? In the kernel's mode every tensor-core operand is rounded
@@ -76,8 +76,10 @@ struct Model {
   }
 };
 
-// (I + L)^-1 for strictly lower L, by 16 x 16 blocks as the kernel does: the diagonal blocks by
-// forward substitution, then T_ij = -T_ii sum_{k=j}^{i-1} L_ik T_kj by growing distance i - j.
+// (I + L)^-1 for strictly lower L, by 16 x 16 blocks as the kernel does (invert_in_place): the
+// diagonal blocks by forward substitution, then doubling: the 32 x 32 halves
+// T_10 = -T_11 (L_10 T_00), T_32 = -T_33 (L_32 T_22), then the lower-left quarter
+// T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
 Mat blocked_unit_lower_inverse(const Mat& L) {
   constexpr int B = 16, NB = kChunk / B;
   Mat T = Mat::Zero(kChunk, kChunk);
@@ -90,13 +92,11 @@ Mat blocked_unit_lower_inverse(const Mat& L) {
         T(b * B + i, b * B + c) = x;
       }
     }
-  for (int dist = 1; dist < NB; ++dist)
-    for (int i = dist; i < NB; ++i) {
-      const int j = i - dist;
-      Mat X = Mat::Zero(B, B);
-      for (int k = j; k < i; ++k) X += L.block(i * B, k * B, B, B) * T.block(k * B, j * B, B, B);
-      T.block(i * B, j * B, B, B) = -T.block(i * B, i * B, B, B) * X;
-    }
+  for (int b = 0; b < NB; b += 2)
+    T.block((b + 1) * B, b * B, B, B) =
+        -T.block((b + 1) * B, (b + 1) * B, B, B) * (L.block((b + 1) * B, b * B, B, B) * T.block(b * B, b * B, B, B));
+  const int H = kChunk / 2;
+  T.block(H, 0, H, H) = -T.block(H, H, H, H) * (L.block(H, 0, H, H) * T.block(0, 0, H, H));
   return T;
 }
 
@@ -145,17 +145,19 @@ ref::PrefillResult run_model(const Shape& s, const TensorSet& in, Rounding mode)
           gam[size_t(i)] = acc;  // padded rows keep the last valid cumsum (g = 0)
         }
         const double G = gam[kChunk - 1];
-        // Gate-free inverse and the masks (the state-independent half of a chunk).
+        // The gated inverse and P_g (the state-independent half of a chunk).
         const Mat Kr = m.rounded(Kc), Qr = m.rounded(Qc);  // the input values, exact unless out of f16 range
         const Mat KK = Kr * Kr.transpose(), QK = Qr * Kr.transpose();
         Mat L = Mat::Zero(kChunk, kChunk), Ag = Mat::Zero(kChunk, kChunk), Pg = Mat::Zero(kChunk, kChunk);
+        // The gate goes in before the inverse: (I + Gam * L)^-1 = Gam * (I + L)^-1.
         for (int i = 0; i < kChunk; ++i)
-          for (int j = 0; j < i; ++j) L(i, j) = beta[size_t(i)] * rk[size_t(i)] * rk[size_t(j)] * KK(i, j);
+          for (int j = 0; j < i; ++j)
+            L(i, j) = std::exp(gam[size_t(i)] - gam[size_t(j)]) * beta[size_t(i)] * rk[size_t(i)] * rk[size_t(j)] * KK(i, j);
         const Mat Tinv = blocked_unit_lower_inverse(L);
         for (int i = 0; i < kChunk; ++i)
           for (int j = 0; j <= i; ++j) {
             const double decay = std::exp(gam[size_t(i)] - gam[size_t(j)]);  // exponent <= 0
-            Ag(i, j) = decay * Tinv(i, j) * beta[size_t(j)];
+            Ag(i, j) = Tinv(i, j) * beta[size_t(j)];
             Pg(i, j) = scale * rq[size_t(i)] * rk[size_t(j)] * decay * QK(i, j);
           }
         const Mat Agr = m.rounded(Ag), Pgr = m.rounded(Pg);

@@ -86,6 +86,8 @@ TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsFourAndTheGridDeep) {
   EXPECT_FALSE(prep_group(eight, 16, 32));  // GVA 2
   EXPECT_FALSE(prep_group(eight, 8, 24));   // GVA 3
   EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 slots x 2 q/k heads
+  EXPECT_TRUE(prep_group({32768}, 2, 8));   // 513 x 2 = 1026 CTAs: 1.94 waves of four per SM
+  EXPECT_FALSE(prep_group({8192}, 2, 8));   // 129 x 2 = 258: under 1.5 waves
   const Plan chosen{64, sm90::kKernelV3};
   EXPECT_TRUE(sm90::apply_override(chosen, "prep=group").prep_group);
   EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "prep=group"), "prep=head").prep_group);
@@ -181,9 +183,9 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
     };
     std::vector<Region> regions;
     if (b.kernel != sm90::kKernelV3)  // v3's scan reads A_g from the workspace: no inverse
-      regions = {{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}, {L.x, 3 * 16 * sm90::kXStride * 4, 16}};
+      regions = {{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}};
     if (b.kernel == sm90::kPrepKernel) {
-      // L, x and P_g are written over q and k once the products are in registers: q and k are
+      // L and P_g are written over q and k once the products are in registers: q and k are
       // checked against what is live with them (A_g's region, the scalars) below, not here.
       for (const Region r : {Region{L.q(0), sm90::kQKTileBytes, 1024}, Region{L.k(0), sm90::kQKTileBytes, 1024}})
         for (const Region o : {Region{L.ag(0), sm90::kHalfTileBytes, 1}, Region{L.scalars(0), sm90::kScalarBytes, 1}})

@@ -1,17 +1,19 @@
-// The state-independent half of a chunk (gdn-math.md 3.3, FlashQLA's gate-free reformulation),
-// computed from the staged tiles by a group of warps (PrepGroup: the whole CTA in kernel v1, the
-// prep warps in v2) into buffer `buf` of the outputs (smem_layout.h):
+// The state-independent half of a chunk (gdn-math.md 3.3), computed from the staged tiles by a
+// group of warps (PrepGroup: the whole CTA in kernel v1, the prep warps in v2, the preparation
+// kernel of v3) into buffer `buf` of the outputs (smem_layout.h):
 //   scalars   beta, gam = inclusive cumsum of g (fp32), the inverse L2 norms rk / rq and the
 //             row scalings ek, eq, eu built from them (smem_layout.h enum Scalar); bf16 q and
 //             k tiles are converted to f16, the type of every MMA operand (fragments.cuh)
-//   products  L = StrictLower(diag(beta) K^ K^T) (fp32) and
+//   products  L_g = Gam * StrictLower(diag(beta) K^ K^T) (fp32) and
 //             P_g = scale Gam_incl * (Q^ K^T) (f16), Q^ = diag(rq) Q, K^ = diag(rk) K,
-//             on tensor cores from the raw q and k (exact operands): the norms are applied to
-//             the fp32 products, never rounded into the inputs
-//   inverse   A_r = (I + L)^-1 in place: 16 x 16 diagonal blocks by forward substitution in
+//             on tensor cores from the raw q and k (exact operands): the norms and the gate are
+//             applied to the fp32 products, never rounded into the inputs
+//   inverse   (I + L_g)^-1 = Gam * (I + L)^-1 in place (FlashQLA's identity, gdn-math.md 3.3,
+//             read the other way: the gate goes in before the inverse, so A_g needs no
+//             exponentials of its own): 16 x 16 diagonal blocks by forward substitution in
 //             fp32, then the off-diagonal blocks column by column on tensor cores (TF32, three
 //             products per step: fp32 accuracy)
-//   A_g       Gam * A_r * diag(beta) (f16), the gate applied as a mask after the inverse
+//   A_g       (I + L_g)^-1 * diag(beta) (f16)
 // Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
 // each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
 // masked entries are selected away, never multiplied by zero.
@@ -205,12 +207,12 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
       const int j = 8 * nt + 2 * t;
       const float2 rj = *reinterpret_cast<const float2*>(rk + j);
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
+      const float2 gj = *reinterpret_cast<const float2*>(gam + j);
       if constexpr (!IsQ) {
-        const float l0 = si * rj.x * x0, l1 = si * rj.y * x1;
+        const float l0 = si * rj.x * exp_nonpos(gi - gj.x) * x0, l1 = si * rj.y * exp_nonpos(gi - gj.y) * x1;
         lt[i * kLtStride + j] = j < i ? l0 : 0.f;
         lt[i * kLtStride + j + 1] = j + 1 < i ? l1 : 0.f;
       } else {
-        const float2 gj = *reinterpret_cast<const float2*>(gam + j);
         const float p0 = si * rj.x * exp_nonpos(gi - gj.x) * x0, p1 = si * rj.y * exp_nonpos(gi - gj.y) * x1;
         *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
             pack_f16x2(j <= i ? p0 : 0.f, j + 1 <= i ? p1 : 0.f);
@@ -225,67 +227,81 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
   }
 }
 
-// Two tasks of one warp: both products into registers, a group barrier (every warp's products
-// are done, so the q/k tiles are dead: the preparation kernel's layout puts L and P_g over
-// them), then `each` is handed the stores of both (it calls them once per value head that shares
-// the q/k head: the products depend on q and k only, their scaled stores on the head's gates).
-template <bool QA, int RA, bool QB, int RBb, int BV, int Ver, class Grp, class Each>
-__device__ __forceinline__ void product_pair(const Grp& grp, uint8_t* smem, int stage, int buf, float scale, Each&& each) {
-  const int lane = grp.tid & 31;
-  RowBlockAcc<RA> a;
-  RowBlockAcc<RBb> b;
-  product_mma<QA, RA, BV, Ver>(lane, smem, stage, a);
-  product_mma<QB, RBb, BV, Ver>(lane, smem, stage, b);
-  grp.sync();
-  each([&] {
-    product_store<QA, RA, BV, Ver>(lane, smem, buf, scale, a);
-    product_store<QB, RBb, BV, Ver>(lane, smem, buf, scale, b);
-  });
+// Four warps share the eight tasks two each (K3 + K0, Q3 + Q0, K2 + K1, Q2 + Q1: 5 n-tile pairs
+// per warp), and a warp's two accumulators are one array of ten tiles, so its products can stay in
+// registers while the stores run once per value head that shares the q/k head (the products depend
+// on q and k only, their scaled stores on the head's gates), with one copy of the loop's code.
+using HeldProducts = float[10][4];
+template <int RA> __device__ __forceinline__ RowBlockAcc<RA>& first_task(HeldProducts& h) {
+  return *reinterpret_cast<RowBlockAcc<RA>*>(&h[0]);
 }
-template <bool Q, int R, int BV, int Ver, class Grp, class Each>
-__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale, Each&& each) {
+template <int RA> __device__ __forceinline__ RowBlockAcc<3 - RA>& second_task(HeldProducts& h) {
+  return *reinterpret_cast<RowBlockAcc<3 - RA>*>(&h[2 * RA + 2]);
+}
+
+// This warp's two products into `held` (four warps). No barrier.
+template <int BV, int Ver, class Grp>
+__device__ __forceinline__ void products_mma(const Grp& grp, uint8_t* smem, int stage, HeldProducts& held) {
+  static_assert(Grp::kWarps == 4, "four warps, two tasks each");
+  const int lane = grp.tid & 31;
+  switch (grp.warp()) {
+    case 0: product_mma<false, 3, BV, Ver>(lane, smem, stage, first_task<3>(held)), product_mma<false, 0, BV, Ver>(lane, smem, stage, second_task<3>(held)); break;
+    case 1: product_mma<true, 3, BV, Ver>(lane, smem, stage, first_task<3>(held)), product_mma<true, 0, BV, Ver>(lane, smem, stage, second_task<3>(held)); break;
+    case 2: product_mma<false, 2, BV, Ver>(lane, smem, stage, first_task<2>(held)), product_mma<false, 1, BV, Ver>(lane, smem, stage, second_task<2>(held)); break;
+    default: product_mma<true, 2, BV, Ver>(lane, smem, stage, first_task<2>(held)), product_mma<true, 1, BV, Ver>(lane, smem, stage, second_task<2>(held)); break;
+  }
+}
+
+// This warp's two stores (L into lt, P_g into pg of buffer `buf`) from `held`. No barrier.
+template <int BV, int Ver, class Grp>
+__device__ __forceinline__ void products_store(const Grp& grp, uint8_t* smem, int buf, float scale, HeldProducts& held) {
+  const int lane = grp.tid & 31;
+  switch (grp.warp()) {
+    case 0: product_store<false, 3, BV, Ver>(lane, smem, buf, scale, first_task<3>(held)), product_store<false, 0, BV, Ver>(lane, smem, buf, scale, second_task<3>(held)); break;
+    case 1: product_store<true, 3, BV, Ver>(lane, smem, buf, scale, first_task<3>(held)), product_store<true, 0, BV, Ver>(lane, smem, buf, scale, second_task<3>(held)); break;
+    case 2: product_store<false, 2, BV, Ver>(lane, smem, buf, scale, first_task<2>(held)), product_store<false, 1, BV, Ver>(lane, smem, buf, scale, second_task<2>(held)); break;
+    default: product_store<true, 2, BV, Ver>(lane, smem, buf, scale, first_task<2>(held)), product_store<true, 1, BV, Ver>(lane, smem, buf, scale, second_task<2>(held)); break;
+  }
+}
+
+template <bool Q, int R, int BV, int Ver, class Grp>
+__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   const int lane = grp.tid & 31;
   RowBlockAcc<R> a;
   product_mma<Q, R, BV, Ver>(lane, smem, stage, a);
   grp.sync();
-  each([&] { product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a); });
+  product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a);
 }
 
 // L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
 // rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
-// four warps take K3 + K0, Q3 + Q0, K2 + K1, Q2 + Q1 (5 pairs each), eight warps one task each.
-// Contains a group barrier between the products and the stores, which `each` runs (default: once);
-// ends without one.
-struct StoreOnce {
-  template <class Store> __device__ __forceinline__ void operator()(Store&& store) const { store(); }
-};
-template <class In, int BV, int Ver, class Grp, class Each = StoreOnce>
-__device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale,
-                                               Each&& each = {}) {
+// four warps take two tasks each (products_mma), eight warps one each. Contains a group barrier
+// between the products and the stores (the q/k tiles are dead after it: the preparation kernel's
+// layout puts L and P_g over them); ends without one.
+template <class In, int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   static_assert(Grp::kWarps == 4 || Grp::kWarps == 8, "four or eight warps share the eight tasks");
   if constexpr (Grp::kWarps == 4) {
-    switch (grp.warp()) {
-      case 0: product_pair<false, 3, false, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 1: product_pair<true, 3, true, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 2: product_pair<false, 2, false, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      default: product_pair<true, 2, true, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-    }
+    HeldProducts held;
+    products_mma<BV, Ver>(grp, smem, stage, held);
+    grp.sync();
+    products_store<BV, Ver>(grp, smem, buf, scale, held);
   } else {
     switch (grp.warp()) {
-      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
-      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale, each); break;
+      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
+      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
+      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
     }
   }
 }
 
-// Four consecutive floats of shared memory (16-byte aligned: kLtStride and kXStride are
-// multiples of 4, and so are the column offsets read this way).
+// Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
+// are the column offsets read this way).
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 // acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
@@ -317,15 +333,29 @@ __device__ __forceinline__ void store_tile(float* c, int ldc, const float (&acc)
   *reinterpret_cast<float2*>(c + (g + 8) * ldc + 2 * t) = make_float2(sign * acc[2], sign * acc[3]);
 }
 
-// (I + L)^-1 in place in lt (64 x 64, row stride kLtStride), xs scratch of 3 x 16 x kXStride.
-// The strictly upper part of lt is never read; the diagonal blocks get their full 16 x 16 inverse
-// (ones on the diagonal, zeros above). Needs four warps or more. Ends with a group barrier.
-template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt, float* xs) {
+// Block (r, c) of lt (16 x 16, row stride kLtStride), and the 8-column half h of it.
+__device__ __forceinline__ float* lt_block(float* lt, int r, int c, int h = 0) {
+  return lt + 16 * r * kLtStride + 16 * c + 8 * h;
+}
+
+// (I + L)^-1 in place in lt (64 x 64, row stride kLtStride). Reads the strictly lower part of L
+// (zeros above the diagonal inside the diagonal blocks); the blocks above the diagonal blocks are
+// scratch and hold stale values afterwards. Needs four warps or more (the first four work). Ends
+// with a group barrier.
+//   1. The diagonal blocks T_ii = (I + L_ii)^-1 by forward substitution, one warp each.
+//   2. Doubling: the 32 x 32 halves, T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22); then
+//      the lower-left quarter, T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
+// Each product on tensor cores in the three-product TF32 form (block_product: fp32 accuracy and
+// range); a warp's task is 8-column halves of output blocks, three block products per warp in
+// each step of the quarter, and the products in parentheses go to the scratch blocks above the
+// diagonal. Four barriers after the diagonal blocks (the block-column order took six, with half
+// the warps idle in its first steps).
+template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
-  static_assert(kLtStride % 4 == 0 && kXStride % 4 == 0, "rows read four floats at a time");
+  static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
   if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
-    float* blk = lt + warp * 16 * kLtStride + warp * 16;
+    float* blk = lt_block(lt, warp, warp);
     const int c = lane & 15;
     float x[16];
 #pragma unroll
@@ -350,50 +380,65 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
     }
   }
   grp.sync();
-  // Block column j (right to left): T_ij = -(sum_{k=j+1}^{i} T_ik L_kj) T_jj for i > j. The
-  // blocks of columns > j are already inverses, column j still holds L until phase two. A task is
-  // one 8-column half of one 16 x 16 output block, on tensor cores in the three-product TF32 form
-  // (fp32 accuracy and range: block_product).
-  for (int j = 2; j >= 0; --j) {
-    const int tasks = (3 - j) * 2;  // (block row i, column half) pairs
-    for (int task = warp; task < tasks; task += Grp::kWarps) {
-      const int i = j + 1 + (task >> 1), n0 = 8 * (task & 1);
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int k = j + 1; k <= i; ++k)
-        block_product(acc, lt + 16 * i * kLtStride + 16 * k, kLtStride, lt + 16 * k * kLtStride + 16 * j + n0, kLtStride, lane);
-      store_tile(xs + (i - j - 1) * 16 * kXStride + n0, kXStride, acc, 1.f, lane);
-    }
-    grp.sync();
-    for (int task = warp; task < tasks; task += Grp::kWarps) {
-      const int i = j + 1 + (task >> 1), n0 = 8 * (task & 1);
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      block_product(acc, xs + (i - j - 1) * 16 * kXStride, kXStride, lt + 16 * j * kLtStride + 16 * j + n0, kLtStride, lane);
-      store_tile(lt + 16 * i * kLtStride + 16 * j + n0, kLtStride, acc, -1.f, lane);
-    }
-    grp.sync();
+  const int h = warp & 1, b = (warp >> 1) & 1;
+  // The halves: warp (b, h) takes pair b (rows 2b + 1, columns 2b), column half h. M_b = L T into
+  // scratch block (2b, 2b + 1), then T = -T M.
+  if (warp < 4) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
+    store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, acc, 1.f, lane);
   }
+  grp.sync();
+  if (warp < 4) {
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
+    store_tile(lt_block(lt, 2 * b + 1, 2 * b, h), kLtStride, acc, -1.f, lane);
+  }
+  grp.sync();
+  // The quarter, M = L_[23][01] T_[01][01] into the scratch blocks (r - 2, c + 2): warp (b, h)
+  // takes row r = 2 + b, both columns c, half h (M_r0 = L_r0 T_00 + L_r1 T_10, M_r1 = L_r1 T_11).
+  if (warp < 4) {
+    const int r = 2 + b;
+    float m0[4] = {0.f, 0.f, 0.f, 0.f}, m1[4] = {0.f, 0.f, 0.f, 0.f};
+    block_product(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
+    block_product(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
+    block_product(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+    store_tile(lt_block(lt, r - 2, 2, h), kLtStride, m0, 1.f, lane);
+    store_tile(lt_block(lt, r - 2, 3, h), kLtStride, m1, 1.f, lane);
+  }
+  grp.sync();
+  // Then T_[23][01] = -T_[23][23] M: warp (b, h) takes column c = b, half h, both rows
+  // (T_2c = -T_22 M_2c, T_3c = -(T_32 M_2c + T_33 M_3c)), over the L blocks M has consumed.
+  if (warp < 4) {
+    const int c = b;
+    float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
+    block_product(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
+    store_tile(lt_block(lt, 2, c, h), kLtStride, t2, -1.f, lane);
+    store_tile(lt_block(lt, 3, c, h), kLtStride, t3, -1.f, lane);
+  }
+  grp.sync();
 }
 
-// A_g = Gam * A_r * diag(beta) into ag of buffer `buf` (f16, zero above the diagonal). Ends
-// without a barrier.
+// A_g = (I + Gam * L)^-1 * diag(beta) into ag of buffer `buf` (f16, zero above the diagonal): lt
+// holds the inverse of the gated L (product_store), which is Gam * A_r. Ends without a barrier.
 template <class In, int BV, int Ver, class Grp>
 __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf) {
   constexpr SmemLayout L(BV, Ver);
   const float* lt = reinterpret_cast<const float*>(smem + L.lt);
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
-  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
-  // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its gam and
-  // beta pair are loaded once, and the rows unroll into constant offsets.
+  // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its beta pair
+  // is loaded once, and the rows unroll into constant offsets.
   const int j = 2 * (grp.tid & 31), i0 = grp.warp();
-  const float2 gj = *reinterpret_cast<const float2*>(gam + j), bj = *reinterpret_cast<const float2*>(beta + j);
+  const float2 bj = *reinterpret_cast<const float2*>(beta + j);
 #pragma unroll
   for (int k = 0; k < kChunk / Grp::kWarps; ++k) {
     const int i = i0 + k * Grp::kWarps;
-    const float gi = gam[i];
     // Above the diagonal lt holds stale values: computed, then selected away.
     const float2 l = *reinterpret_cast<const float2*>(lt + i * kLtStride + j);
-    const float a0 = exp_nonpos(gi - gj.x) * l.x * bj.x;
-    const float a1 = exp_nonpos(gi - gj.y) * l.y * bj.y;
+    const float a0 = l.x * bj.x;
+    const float a1 = l.y * bj.y;
     *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
   }
 }
@@ -407,7 +452,7 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
   chunk_scalars<In, BV, Ver>(grp, smem, stage, buf, gate, a, rows);
   chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt), reinterpret_cast<float*>(smem + L.x));
+  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt));
   build_ag<In, BV, Ver>(grp, smem, buf);
 }
 

@@ -2,7 +2,7 @@
 // the sequence's 64-token chunks with the fp32 state in the registers of the warps that own its
 // columns (state_warp.cuh). Per chunk: the next chunk's q/k/v are copied in (chunk_load.cuh)
 // while this one is computed; the whole CTA prepares the state-independent half (chunk_prep.cuh:
-// scalars, K K^T, Q K^T, the gate-free inverse, A_g), then the state warps advance their
+// scalars, K K^T, Q K^T, the gated inverse, A_g), then the state warps advance their
 // columns. Barriers separate the phases; kernel_v2.cuh overlaps the preparation of chunk c + 1
 // with the state chain of chunk c (warp specialisation, docs/notes/prefill-sm90.md).
 #pragma once

@@ -34,11 +34,11 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                                                   : "";
   const std::string how =
       kernel == kKernelV3
-          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, 4 per SM; "
+          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
                         "{:.1f} MiB workspace), then the scan",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
-                        SmemLayout(0, kPrepKernel).bytes / 1024.0,
+                        SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
                         workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0)
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
@@ -79,10 +79,11 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   Plan p;
   p.kernel = kernel;
   p.wgmma = kernel == kKernelV3;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
-  // The preparation per q/k head where GVA is 4 or more and its grid is at least two waves of four
-  // CTAs per SM (H200: 790 -> 675 us on 16/64 4096x8, 8320 CTAs; 12 -> 36 us on 2/8 1x2048, 66).
+  // The preparation per q/k head where GVA is 4 or more and its grid is at least one and a half
+  // waves of four CTAs per SM (H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us; 2/8 1x32768, 1026 CTAs,
+  // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us: docs/notes/prefill-sm90.md).
   p.prep_group = kernel == kKernelV3 && b.HV >= 4 * b.H &&
-                 slot_count(b.tokens, b.sequences) * b.H >= 2 * 4 * int64_t(sm_count);
+                 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * kPrepCtasPerSm * int64_t(sm_count);
   const int largest = kernel == kKernelV1 ? 128 : 64;
   for (int bv : {32, 64, 128}) {
     if (bv > largest) break;

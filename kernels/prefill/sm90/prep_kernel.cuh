@@ -40,7 +40,7 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
 }
 
 template <class In, bool kGroup = false>
-__global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
+__global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -71,23 +71,26 @@ __global__ void __launch_bounds__(kPrepKernelThreads, 4) prefill_sm90_prep_kerne
     __syncthreads();
     chunk_norms<In, 0, kPrepKernel>(all, smem, 0, 0, a, rows);  // rk, rq: the group's, kept in the scalars
     __syncthreads();
-    chunk_products<In, 0, kPrepKernel>(all, smem, 0, 0, a.scale, [&](auto&& store) {
-      for (int j = 0; j < group; ++j) {
-        const int h = hk * group + j;
-        const dev::GateIn gate = tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{};
-        chunk_gates<0, kPrepKernel>(all, smem, 0, gate, a, rows);
-        __syncthreads();
-        chunk_scalings<0, kPrepKernel>(all, smem, 0, a, rows);
-        __syncthreads();
-        store();
-        __syncthreads();
-        invert_in_place(all, reinterpret_cast<float*>(smem + L.lt), reinterpret_cast<float*>(smem + L.x));
-        build_ag<In, 0, kPrepKernel>(all, smem, 0);
-        __syncthreads();
-        write_slot(smem, ws, slot, h, a.HV, tid);
-        __syncthreads();  // the next head overwrites the tiles and scalars
-      }
-    });
+    HeldProducts held;  // this warp's K K^T / Q K^T tiles, kept for every value head of the group
+    products_mma<0, kPrepKernel>(all, smem, 0, held);
+    __syncthreads();  // the q/k tiles are dead: L and P_g go over them
+    auto gate_of_head = [&](int h) { return tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{}; };
+    dev::GateIn gate = gate_of_head(hk * group);
+    for (int j = 0; j < group; ++j) {
+      const int h = hk * group + j;
+      chunk_gates<0, kPrepKernel>(all, smem, 0, gate, a, rows);
+      __syncthreads();
+      if (j + 1 < group) gate = gate_of_head(h + 1);  // in flight while this head is prepared
+      chunk_scalings<0, kPrepKernel>(all, smem, 0, a, rows);
+      __syncthreads();
+      products_store<0, kPrepKernel>(all, smem, 0, a.scale, held);
+      __syncthreads();
+      invert_in_place(all, reinterpret_cast<float*>(smem + L.lt));
+      build_ag<In, 0, kPrepKernel>(all, smem, 0);
+      __syncthreads();
+      write_slot(smem, ws, slot, h, a.HV, tid);
+      __syncthreads();  // the next head overwrites the tiles and scalars
+    }
   }
 }
 

@@ -7,8 +7,7 @@
 //   ag[B], pg[B] [64][64] f16 A_g = Gam * A_r * diag(beta) and P_g = scale Gam * (Q^ K^T), same swizzle
 //   v[S]        [64 tokens][block_v + 8] 16-bit, padded rows; each state warp overwrites its own
 //               columns of the current stage with its outputs o before copying them out
-//   lt          [64][68] fp32: L = StrictLower(diag(beta) K^ K^T), inverted in place into A_r
-//   x           [3][16][20] fp32: the inverse's block products
+//   lt          [64][68] fp32: L_g = Gam * StrictLower(diag(beta) K^ K^T), inverted in place into Gam * A_r
 //   scalars[B]  per-token fp32 vectors of the chunk (enum Scalar), then e^G (16 bytes)
 // Kernel v1 (the whole CTA prepares a chunk, then the state warps advance it): S = 2 stages (chunk
 // c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
@@ -18,7 +17,7 @@
 // inverse's scratch and P_g are written over q and k once the products are in registers) writes A_g,
 // P_g and the scalars of every chunk to a workspace (workspace.h); the scan kernel copies them
 // in with q, k and v, so a stage holds all of them (S = B = 3, one index), a buffer is a slot as
-// it lies in the workspace (one contiguous copy), and there is no lt or x.
+// it lies in the workspace (one contiguous copy), and there is no lt.
 #pragma once
 
 namespace gdn::sm90 {
@@ -29,7 +28,6 @@ constexpr int kColsPerWarp = 16;    // value columns a state warp owns (one m16 
 constexpr int kQKTileBytes = kChunk * kHeadDim * 2;
 constexpr int kHalfTileBytes = kChunk * 64 * 2;  // one [64][64] swizzled 16-bit tile
 constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows of 16-byte pieces
-constexpr int kXStride = 20;
 
 // The kernel versions (Plan::kernel): v1 runs the chunk's phases one after another with the whole
 // CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead), v3 prepares
@@ -38,6 +36,10 @@ constexpr int kXStride = 20;
 constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kPrepKernel = 10;
 constexpr int kPrepWarps = 4;  // v2: the warps preparing the next chunk, after the state warps; v3: the load warps
 constexpr int kPrepKernelThreads = 128;
+// Preparation CTAs per SM (their launch bounds), both forms: the one per q/k head keeps its
+// K K^T / Q K^T tiles in registers across its group's heads in 128 registers without spills (three
+// CTAs of 166 registers measured slower: 16/64 4096x8 prep 564 against 514 us).
+constexpr int kPrepCtasPerSm = 4;
 
 // Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
 // ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
@@ -68,15 +70,15 @@ constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 ? 3 : ker
 constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G (padded)
 
 struct SmemLayout {
-  int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, x = 0, scalars0 = 0, bytes = 0;
+  int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, scalars0 = 0, bytes = 0;
   int stages = 2, buffers = 1;
   int slot_stride = 0;  // v3: one buffer is [A_g | P_g | scalars], a workspace slot as it lies in memory
   constexpr explicit SmemLayout(int block_v, int kernel = kKernelV1)
       : stages(stages_of(kernel)), buffers(prep_buffers_of(kernel)) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
       q0 = 0, k0 = kQKTileBytes;
-      lt = 0, x = kChunk * kLtStride * 4;                          // over q (and the start of k)
-      pg0 = (x + 3 * 16 * kXStride * 4 + 1023) / 1024 * 1024;      // over k
+      lt = 0;                                                           // over q (and the start of k)
+      pg0 = (kChunk * kLtStride * 4 + 1023) / 1024 * 1024;             // over k
       ag0 = 2 * kQKTileBytes, scalars0 = ag0 + kHalfTileBytes;     // A_g is built while L is read
       v0 = scalars0 + kScalarBytes, bytes = v0;
       return;
@@ -96,7 +98,6 @@ struct SmemLayout {
     v0 = at, at += stages * v_stage;
     const bool inverts = kernel != kKernelV3;  // the scan of v3 reads A_g, it does not invert
     lt = at, at += inverts ? kChunk * kLtStride * 4 : 0;
-    x = at, at += inverts ? 3 * 16 * kXStride * 4 : 0;
     if (kernel != kKernelV3) scalars0 = at, at += buffers * kScalarBytes;
     bytes = at;
   }
@@ -114,7 +115,7 @@ struct SmemLayout {
 static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
 static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
 static_assert(SmemLayout(128, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit at block_v 128 too");
-static_assert(4 * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "four preparation CTAs per SM must fit");
+static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
 static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
