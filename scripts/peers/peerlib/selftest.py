@@ -209,6 +209,22 @@ def check_torch(c):
                 worst = max(worst, float((o[tok, j] - 0.5 * state.T @ qt).abs().max()))
             worst = max(worst, float((ht[n, j] - state).abs().max()))
     c(worst < 1e-12, f"reference matches the per-token loop (max diff {worst:.3g})")
+
+    # The chunked form against the token loop: ragged lengths with an empty sequence, partial last
+    # chunks, strong decay, no h0, l2norm off, GVA 2, and chunks of 4 and 64.
+    torch.manual_seed(1)
+    cu2 = [0, 9, 9, 10, 31]
+    q2, k2 = torch.randn(31, 2, 4), torch.randn(31, 2, 4)
+    v2, beta2 = torch.randn(31, 4, 3), torch.rand(31, 4)
+    for gscale, h0x, l2, chunk in [(1.0, h0, True, 4), (30.0, None, True, 4), (0.0, h0, False, 4), (1.0, h0, True, 64)]:
+        g2 = -gscale * torch.rand(31, 4)
+        h02 = None if h0x is None else torch.randn(4, 4, 4, 3)
+        o_r, s_r = reference.recurrent(q2, k2, v2, g2, beta2, cu2, h02, 0.3, l2, [0, 1, 3], 2)
+        o_c, s_c = reference.chunked(q2, k2, v2, g2, beta2, cu2, h02, 0.3, l2, [0, 1, 3], 2, chunk=chunk)
+        rel = max(float((o_c - o_r).norm() / o_r.norm()), float((s_c - s_r).norm() / s_r.norm()))
+        c(o_c.shape == o_r.shape and s_c.shape == s_r.shape and rel < 1e-10,
+          f"chunked reference (chunk {chunk}, decay x{gscale}, h0 {h0x is not None}, l2norm {l2}) matches the token loop "
+          f"(rel {rel:.2g})")
     chk = reference.check("o", o + 1e-3, o, 5e-3)
     c(chk["passed"] and 0 < chk["rel_l2"] < 5e-3 and chk["nonfinite"] == 0, "check passes a small error")
     bad = o.clone()
