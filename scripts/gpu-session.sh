@@ -18,8 +18,9 @@
 #                 (40); put it in .carry/peer-cache.tar.xz and carry it, and the next machine skips
 #                 the first-call compiles (up to a minute per head group: the first_call_s of the
 #                 peer records)
-# An op step stops starting work at CALL_BUDGET seconds (default 520): peer reports and ours are
-# kept in $PEER_OUT on the host, so the same step run again goes on where it stopped (--resume);
+# An op step runs ours first, then each peer, and stops starting work at CALL_BUDGET seconds (default
+# 520): peer reports and ours are kept in $PEER_OUT on the host, so the same step run again goes on
+# where it stopped (--resume);
 # it prints "COMPLETE name" once every report is complete. Each call leaves $OUT_DIR/NAME.peers.md
 # (the tables) and NAME.reports.tar.xz (plan, every peer's report and ours); that archive (or its
 # JSON files) put in .carry/peer-results/ and carried seeds $PEER_OUT when the host went cold.
@@ -107,8 +108,9 @@ peers_check() {
 complete() { python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1])).get("complete") else 1)' "$1" 2>/dev/null; }
 left() { echo $((START + CALL_BUDGET - SECONDS)); }
 
-# One op: each peer (resumed, inside the call's budget), then ours with every peer's table.
-# versus NAME CONFIG OURS_GLOB "PEER:VARIANTS ..."
+# One op: ours first (so a session that runs out of device time still has ours from this session),
+# then each peer, all resumed inside the call's budget; once every report is complete, the tables
+# with every peer (gdnbench peers). versus NAME CONFIG OURS_GLOB "PEER:VARIANTS ..."
 versus() {
   local name=$1 config=$2 ours=$3 spec=$4 item peer variants report budget all=1 peer_args=() without=""
   peer_env
@@ -120,6 +122,20 @@ versus() {
       for f in "$seed"/*.json; do [ -f "$PEER_OUT/$(basename "$f")" ] || cp "$f" "$PEER_OUT/"; done
     rm -rf "$seed"
   fi
+  local ours_json="$PEER_OUT/$name.ours.json"
+  [ -f "$ours_json" ] || [ ! -f ".carry/peer-results/$name.ours.json" ] || cp ".carry/peer-results/$name.ours.json" "$ours_json"
+  if complete "$ours_json"; then
+    echo "$name: ours complete"
+  else
+    budget=$(($(left) - 15))
+    local resume=()
+    [ -f "$ours_json" ] && resume=(--resume "$ours_json")
+    if ((budget > 30)); then
+      timeout --foreground -k 30 -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" \
+        --mode "${MODE:-cold}" --json "$ours_json" "${resume[@]}" | tail -n "${OURS_LOG_LINES:-4}"
+    fi
+    complete "$ours_json" || all=0
+  fi
   for item in $spec; do
     peer=${item%%:*} variants=${item#*:}
     report="$PEER_OUT/$name.$peer.json"
@@ -129,34 +145,23 @@ versus() {
       continue
     fi
     [ -f "$report" ] || [ ! -f ".carry/peer-results/$name.$peer.json" ] || cp ".carry/peer-results/$name.$peer.json" "$report"
-    peer_args+=(--peer "$report")
-    complete "$report" && { echo "$name: $peer report complete"; continue; }
+    complete "$report" && { echo "$name: $peer report complete"; peer_args+=(--peer "$report"); continue; }
     budget=$(($(left) - ${POINT_RESERVE:-90}))
     if ((budget < 30)); then all=0; continue; fi
     timeout --foreground -k 30 -s INT $((budget + ${POINT_RESERVE:-90})) python3 "scripts/peers/${peer}_peer.py" --plan "$PEER_OUT/$name.plan.json" \
       --out "$report" --resume --budget "$budget" --variants "$variants" --timeout "${PEER_TIMEOUT:-4}" --mode "${MODE:-cold}" 2>&1 |
       grep -v '^ ' | tail -n "${PEER_LOG_LINES:-8}"
-    if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but ours still runs
+    if [ ! -f "$report" ]; then  # it could not start (import, no GPU): no column, but the others still run
       echo "$name: $peer wrote no report: no $peer column"
-      peer_args=("${peer_args[@]:0:${#peer_args[@]}-2}")
       without+=" $peer"
       continue
     fi
+    peer_args+=(--peer "$report")
     complete "$report" || all=0
   done
-  if ((all)); then
-    local ours_json="$PEER_OUT/$name.ours.json"
-    [ -f "$ours_json" ] || [ ! -f ".carry/peer-results/$name.ours.json" ] || cp ".carry/peer-results/$name.ours.json" "$ours_json"
-    budget=$(($(left) - 15))
-    local resume=()
-    [ -f "$ours_json" ] && resume=(--resume "$ours_json")
-    if ((budget > 30)); then
-      timeout --foreground -k 30 -s INT "$budget" "$G" run --quiet --config "$config" --variant "$ours" --timeout "${OUR_TIMEOUT:-5}" --mode "${MODE:-cold}" \
-        --json "$ours_json" "${resume[@]}" "${peer_args[@]}" ${peer_args:+--peer-markdown "$PEER_OUT/$name.peers.md"}
-      complete "$ours_json" || all=0
-    else
-      all=0
-    fi
+  if ((all)) && ((${#peer_args[@]})); then
+    "$G" peers "$ours_json" "${peer_args[@]}" --markdown > "$PEER_OUT/$name.peers.md" || all=0
+    head -n 1 "$PEER_OUT/$name.peers.md"
   fi
   # The reports hold every sample (can pass the 16 MiB a returned file may have): one xz archive.
   tar -C "$PEER_OUT" -cJf "$OUT_DIR/$name.reports.tar.xz" $(cd "$PEER_OUT" && ls "$name".*.json)
