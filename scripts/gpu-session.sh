@@ -7,10 +7,10 @@
 #   peers-install unpack the .carry/peers/*.tar.xz this call carries into $PEER_SITE (idempotent;
 #                 FlashInfer's two archives may come in consecutive calls while the host is warm)
 #   peers-check   import each installed peer as its harness does and print versions and kernels
-#   smoke         configs/peers-smoke.yaml: every installed peer on every mapped path, then ours
-#   decode        configs/decode.yaml: FLA and FlashInfer, then ours, tables with every peer
+#   smoke         configs/peers-smoke.yaml: ours, then every installed peer on every mapped path
+#   decode        configs/decode.yaml: ours, then FLA and FlashInfer, tables with every peer
 #   mtp           configs/mtp.yaml, likewise
-#   prefill       configs/qwen35-prefill.yaml: FLA's chunk, FlashQLA and FlashInfer, then ours
+#   prefill       configs/qwen35-prefill.yaml: ours, then FLA's chunk, FlashQLA and FlashInfer
 #                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads)
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
 #   peers-cache   pack the peers' compile caches ($PEER_CACHE: Triton kernels and autotune results,
