@@ -37,8 +37,9 @@ std::string plan(const Shape& s) {
 
 const VariantRegistration kRegistration{Variant{
     "prefill/sm90", OpKind::prefill, Backend::cuda, 90, 90,
-    "chunked forward on tensor cores for sm_90a (mma.sync): 64-token chunks, gate-free intra-chunk inverse in fp32, "
-    "fp32 state in the registers of the warps owning its value columns; kernel v3 (default) prepares every chunk in a "
+    "chunked forward on tensor cores for sm_90a (mma.sync and wgmma): 64-token chunks, the gated intra-chunk inverse "
+    "(fp32 diagonal solves, TF32 merges), fp32 state in the registers of the warps owning its value columns; kernel v3 "
+    "(default) prepares every chunk in a "
     "kernel of its own (A_g, P_g into a workspace), then scans the state through the chunks, q/k/v and the "
     "prepared chunk staged by cp.async; few heads over long sequences are split into segments scanned in parallel "
     "(context parallelism: each segment's exact start state from a K x K transition map, with a decay-driven "

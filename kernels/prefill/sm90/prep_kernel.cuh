@@ -1,7 +1,7 @@
 // Kernel v3, first of its two kernels: the state-independent preparation of every chunk at once.
 // One CTA of four warps per (workspace slot, value head) (workspace.h): it finds its sequence and
 // chunk, copies the chunk's q and k in, and runs the same preparation as kernels v1 and v2
-// (chunk_prep.cuh: scalars, K K^T and Q K^T, the gate-free inverse, A_g), then writes A_g, P_g
+// (chunk_prep.cuh: scalars, K K^T and Q K^T, the gated inverse, A_g), then writes A_g, P_g
 // and the scalars to its slot. Nothing here waits for another chunk, so the whole batch runs in
 // parallel, four CTAs per SM; the scan kernel (kernel_v3.cuh) then carries only the state chain.
 // kGroup: one CTA per (slot, q/k head) instead: q and k loaded, normed and multiplied once, then
