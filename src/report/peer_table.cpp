@@ -31,6 +31,22 @@ std::string cell(const CaseRecord* p) {
 
 std::string ratio(double x) { return std::isfinite(x) ? fmt::format("{:.2f}x", x) : "-"; }
 
+// Ours as its op is judged: TFLOP/s in both conventions where the work model has FLOPs (prefill),
+// else TB/s.
+std::string our_rate(const CaseRecord& r) {
+  if (r.op() == "prefill" && std::isfinite(r.tflops))
+    return fmt::format("{:.0f} / {:.0f} TFLOP/s", r.tflops, std::isfinite(r.tflops_fi) ? r.tflops_fi : r.tflops);
+  return std::isfinite(r.tbps) ? fmt::format("{:.2f} TB/s", r.tbps) : "-";
+}
+std::string roof(const CaseRecord& r) { return std::isfinite(r.roofline_pct) ? fmt::format("{:.1f}", r.roofline_pct) : "-"; }
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
 std::string markdown_cell(const std::string& s) {
   std::string out;
   for (char c : s) out += c == '|' ? std::string("\\|") : std::string(1, c);
@@ -65,6 +81,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   }
   for (auto& sec : sections) {
     std::sort(sec.columns.begin(), sec.columns.end());
+    std::vector<double> ratios, ratios_kernels;
     for (auto& row : sec.rows) {
       const auto& found = by_key.at(row_key(*row.ours));
       for (std::size_t c = 0; c < sec.columns.size(); ++c) {
@@ -87,7 +104,12 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
       sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
       sec.peer_ahead_kernels += row.ours_over_best_kernels > 1.0;
       sec.has_kernel_sums = sec.has_kernel_sums || std::isfinite(row.best_kernels_s);
+      if (std::isfinite(row.ours_over_best) && row.ours_over_best > 0) ratios.push_back(row.ours_over_best);
+      if (std::isfinite(row.ours_over_best_kernels) && row.ours_over_best_kernels > 0)
+        ratios_kernels.push_back(row.ours_over_best_kernels);
     }
+    sec.geomean_ours_over_best = geomean(ratios);
+    sec.geomean_ours_over_best_kernels = geomean(ratios_kernels);
   }
   return sections;
 }
@@ -124,11 +146,12 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
                        "peer is faster)\n",
                        sec.op);
     out += t.render();
-    out += fmt::format("{}: a peer is faster on {} of {} rows\n", sec.op, sec.peer_ahead, sec.rows.size());
+    out += fmt::format("{}: a peer is faster on {} of {} rows; ours / best peer, geometric mean {}\n", sec.op,
+                       sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best));
     if (sec.has_kernel_sums)
       out += fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below ours "
-                         "on {} of {} rows\n",
-                         sec.op, sec.peer_ahead_kernels, sec.rows.size());
+                         "on {} of {} rows; ours / best peer kernels, geometric mean {}\n",
+                         sec.op, sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
     for (const auto& d : sec.other_devices)
       out += fmt::format("warning: peer records from another device ({}) are not compared\n", d);
   }
@@ -148,20 +171,21 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
       if (ahead_a != ahead_b) return ahead_a;
       return ahead_a && a->ours_over_best > b->ours_over_best;
     });
-    out += fmt::format("**{}**: a peer is faster on {} of {} rows (listed first); median us, `skip` / `FAIL` / "
-                       "`error`: no verified peer number\n\n",
-                       sec.op, sec.peer_ahead, sec.rows.size());
+    out += fmt::format("**{}**: a peer is faster on {} of {} rows (listed first); ours / best peer, geometric mean "
+                       "{}; median us, `skip` / `FAIL` / `error`: no verified peer number\n\n",
+                       sec.op, sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best));
     if (sec.has_kernel_sums)
       out += fmt::format("A peer's summed kernel time (its report's `kernels_sum_median_s`: the host's gaps between "
                          "its kernels left out) is below our whole span on {} of {} rows (`peer kernels`, "
-                         "`ours / kernels`).\n\n",
-                         sec.peer_ahead_kernels, sec.rows.size());
+                         "`ours / kernels`; geometric mean {}).\n\n",
+                         sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
     out += "| variant | shape | ours |";
     std::string rule = "|---|---|---:|";
     for (const auto& c : sec.columns) out += fmt::format(" {} |", markdown_cell(c)), rule += "---:|";
     out += " best peer | ours / best |";
     rule += "---|---:|";
     if (sec.has_kernel_sums) out += " peer kernels | ours / kernels |", rule += "---:|---:|";
+    out += " ours rate | roof % |", rule += "---:|---:|";
     out += "\n" + rule + "\n";
     for (const auto* row : rows) {
       out += fmt::format("| {} | `{}` | {} |", markdown_cell(row->ours->variant), markdown_cell(row->ours->shape_key()),
@@ -177,6 +201,7 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
         const std::string rk = ratio(row->ours_over_best_kernels);
         out += fmt::format(" {} | {} |", us(row->best_kernels_s), row->ours_over_best_kernels > 1.0 ? "**" + rk + "**" : rk);
       }
+      out += fmt::format(" {} | {} |", our_rate(*row->ours), roof(*row->ours));
       out += "\n";
     }
     for (const auto& d : sec.other_devices)

@@ -30,6 +30,10 @@ struct PeerSection {
   int peer_ahead = 0;                // rows where the best peer is faster
   int peer_ahead_kernels = 0;        // rows where a peer's summed kernel time is below ours
   bool has_kernel_sums = false;      // some peer record of the section has one
+  // Geometric means of ours / best over the rows that have one (NaN: none): the figure a "1.25x
+  // faster than the best peer" target reads.
+  double geomean_ours_over_best = kNaN;
+  double geomean_ours_over_best_kernels = kNaN;
   std::vector<std::string> other_devices;  // peer records matched from another device (not comparable)
 };
 

@@ -2,6 +2,7 @@
 // with several peers) beside ours, the best verified peer and ours/best per row.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -142,6 +143,35 @@ TEST(PeerTable, PeerKernelSumsBesideTheSpans) {
   const std::vector<CaseRecord> plain{rec("flashqla/chunk", 1, 850.0)};
   EXPECT_FALSE(build_peer_sections(ours, plain)[0].has_kernel_sums);
   EXPECT_EQ(format_peer_table(ours, plain).find("peer kernels"), std::string::npos);
+}
+
+TEST(PeerTable, GeometricMeansAndOurRate) {
+  auto o1 = rec("prefill/sm90", 1, 400.0), o2 = rec("prefill/sm90", 2, 100.0);
+  for (auto* o : {&o1, &o2}) o->shape.op = OpKind::prefill, o->tflops = 250.4, o->tflops_fi = 99.6, o->roofline_pct = 27.44;
+  o2.roofline_pct = kNaN;  // withheld: shown as "-"
+  auto q1 = rec("flashqla/chunk", 1, 850.0), q2 = rec("flashqla/chunk", 2, 90.0);
+  for (auto* q : {&q1, &q2}) q->shape.op = OpKind::prefill;
+  o1.shape.seqlens = q1.shape.seqlens = {1024};  // a prefill row's key is its sequence lengths
+  o2.shape.seqlens = q2.shape.seqlens = {2048};
+  q1.timing.kernels_sum_median_s = 410e-6, q2.timing.kernels_sum_median_s = 50e-6;
+  const std::vector<CaseRecord> ours{o1, o2}, peers{q1, q2};
+  const auto s = build_peer_sections(ours, peers);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_NEAR(s[0].geomean_ours_over_best, std::sqrt(400.0 / 850.0 * 100.0 / 90.0), 1e-12);
+  EXPECT_NEAR(s[0].geomean_ours_over_best_kernels, std::sqrt(400.0 / 410.0 * 100.0 / 50.0), 1e-12);
+  const auto md = format_peer_markdown(ours, peers);
+  EXPECT_NE(md.find("geometric mean 0.72x"), std::string::npos) << md;  // sqrt(0.4706 x 1.111)
+  EXPECT_NE(md.find("geometric mean 1.40x"), std::string::npos) << md;  // sqrt(0.9756 x 2.0)
+  EXPECT_NE(md.find("| ours rate | roof % |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 250 / 100 TFLOP/s | 27.4 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 250 / 100 TFLOP/s | - |"), std::string::npos) << md;
+  EXPECT_NE(format_peer_table(ours, peers).find("geometric mean 0.72x"), std::string::npos);
+  // Decode rows read in TB/s; no ratio at all gives no mean.
+  auto d = rec("decode/fast", 8, 10.0);
+  d.tbps = 2.345;
+  const auto dmd = format_peer_markdown({d}, {rec("fla/fused_recurrent", 8, 0.0, CaseStatus::skipped)});
+  EXPECT_NE(dmd.find("| 2.35 TB/s |"), std::string::npos) << dmd;
+  EXPECT_NE(dmd.find("geometric mean -"), std::string::npos) << dmd;
 }
 
 }  // namespace
