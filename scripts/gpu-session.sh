@@ -42,8 +42,8 @@ mkdir -p "$OUT_DIR" "$PEER_SITE" "$PEER_OUT" "$PEER_CACHE"
 export TRITON_CACHE_DIR="$PEER_CACHE/triton" TRITON_CACHE_AUTOTUNING=1 TILELANG_CACHE_DIR="$PEER_CACHE/tilelang" \
   CUTE_DSL_CACHE_DIR="$PEER_CACHE/cute"
 # The peers' fp64 reference results, shared by the harnesses of this host (peerlib/reference_store.py):
-# each point's token loop is walked once for FLA, FlashQLA and FlashInfer together (the qwen35 sweep
-# keeps about 20 GiB here; never packed).
+# a reference that took a second or more is computed once for FLA, FlashQLA and FlashInfer together
+# (never packed).
 export GDN_PEER_REF_CACHE=${GDN_PEER_REF_CACHE:-/tmp/peers/refs}
 if [ -f .carry/peer-cache.tar.xz ] && [ ! -f "$PEER_CACHE/.unpacked" ]; then
   tar -C "$PEER_CACHE" -xJf .carry/peer-cache.tar.xz && touch "$PEER_CACHE/.unpacked" &&

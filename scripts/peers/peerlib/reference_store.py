@@ -14,6 +14,10 @@ import os
 import torch
 
 ENV = "GDN_PEER_REF_CACHE"
+# Only references that took this long are kept: since the chunked form (reference.chunked) a
+# 32768-token prefill check takes well under a second on the GPU, about what writing its 134 MB
+# entry costs, so the store now keeps only what is still slow to recompute (and its disk stays small).
+MIN_SECONDS_TO_STORE = 1.0
 
 
 def _fingerprint(x):
