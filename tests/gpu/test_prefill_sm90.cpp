@@ -146,6 +146,13 @@ std::pair<Bytes, Bytes> run_once(const Variant& v, Problem& p, ExecBackend& back
   return {bytes_of(p.results().at("o")), bytes_of(p.results().at("ht"))};
 }
 
+// run_once under the plan override `plan` (GDNBENCH_SM90_PLAN), for this launch only (tests that
+// print v->plan() or launch again under the same plan keep a ScopedEnv of their own).
+std::pair<Bytes, Bytes> run_with_plan(const std::string& plan, const Variant& v, Problem& p, ExecBackend& backend) {
+  test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
+  return run_once(v, p, backend);
+}
+
 class Sm90PrefillBits : public test::CudaSuite<int> {};
 
 // Warp-specialised pipelines fail intermittently (gdn-math.md 6.3 item 10); this kernel's
@@ -263,10 +270,9 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
   const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4);
   Problem p(s, *backend_, kSeed);
   std::pair<Bytes, Bytes> bits[2];
-  for (int k = 0; k < 2; ++k) {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", k == 0 ? "kernel=v3,block_v=64,cp=off,mma=sync" : "kernel=v3,block_v=64,cp=off,mma=wgmma");
-    bits[k] = run_once(*v, p, *backend_);
-  }
+  for (int k = 0; k < 2; ++k)
+    bits[k] = run_with_plan(k == 0 ? "kernel=v3,block_v=64,cp=off,mma=sync" : "kernel=v3,block_v=64,cp=off,mma=wgmma", *v, p,
+                            *backend_);
   ASSERT_EQ(bits[0].first.size(), bits[1].first.size());
   size_t differ = 0;
   for (size_t i = 0; i + 1 < bits[0].first.size(); i += 2)
@@ -274,10 +280,8 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
   EXPECT_EQ(differ, 0u) << "o: " << differ << " of " << bits[0].first.size() / 2 << " elements differ";
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
   // Two warpgroups (block_v 128) against v1's eight mma.sync warps.
-  for (int k = 0; k < 2; ++k) {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", k == 0 ? "kernel=v1,block_v=128" : "kernel=v3,block_v=128,cp=off");
-    bits[k] = run_once(*v, p, *backend_);
-  }
+  for (int k = 0; k < 2; ++k)
+    bits[k] = run_with_plan(k == 0 ? "kernel=v1,block_v=128" : "kernel=v3,block_v=128,cp=off", *v, p, *backend_);
   EXPECT_TRUE(bits[0].first == bits[1].first) << "o at block_v 128 differs from v1's";
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht at block_v 128 differs from v1's";
 }

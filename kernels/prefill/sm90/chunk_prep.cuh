@@ -239,29 +239,39 @@ template <int RA> __device__ __forceinline__ RowBlockAcc<3 - RA>& second_task(He
   return *reinterpret_cast<RowBlockAcc<3 - RA>*>(&h[2 * RA + 2]);
 }
 
+// One task: the Q K^T (Q true) or K K^T rows of row block R.
+template <bool Q, int R> struct ProductTask {
+  static constexpr bool kQ = Q;
+  static constexpr int kRB = R;
+};
+
+// f(task, accumulator) for each of this warp's two tasks (four warps), in order.
+template <class F> __device__ __forceinline__ void each_held_task(int warp, HeldProducts& held, F&& f) {
+  switch (warp) {
+    case 0: f(ProductTask<false, 3>{}, first_task<3>(held)), f(ProductTask<false, 0>{}, second_task<3>(held)); break;
+    case 1: f(ProductTask<true, 3>{}, first_task<3>(held)), f(ProductTask<true, 0>{}, second_task<3>(held)); break;
+    case 2: f(ProductTask<false, 2>{}, first_task<2>(held)), f(ProductTask<false, 1>{}, second_task<2>(held)); break;
+    default: f(ProductTask<true, 2>{}, first_task<2>(held)), f(ProductTask<true, 1>{}, second_task<2>(held)); break;
+  }
+}
+
 // This warp's two products into `held` (four warps). No barrier.
 template <int BV, int Ver, class Grp>
 __device__ __forceinline__ void products_mma(const Grp& grp, uint8_t* smem, int stage, HeldProducts& held) {
   static_assert(Grp::kWarps == 4, "four warps, two tasks each");
   const int lane = grp.tid & 31;
-  switch (grp.warp()) {
-    case 0: product_mma<false, 3, BV, Ver>(lane, smem, stage, first_task<3>(held)), product_mma<false, 0, BV, Ver>(lane, smem, stage, second_task<3>(held)); break;
-    case 1: product_mma<true, 3, BV, Ver>(lane, smem, stage, first_task<3>(held)), product_mma<true, 0, BV, Ver>(lane, smem, stage, second_task<3>(held)); break;
-    case 2: product_mma<false, 2, BV, Ver>(lane, smem, stage, first_task<2>(held)), product_mma<false, 1, BV, Ver>(lane, smem, stage, second_task<2>(held)); break;
-    default: product_mma<true, 2, BV, Ver>(lane, smem, stage, first_task<2>(held)), product_mma<true, 1, BV, Ver>(lane, smem, stage, second_task<2>(held)); break;
-  }
+  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+    product_mma<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, stage, acc);
+  });
 }
 
 // This warp's two stores (L into lt, P_g into pg of buffer `buf`) from `held`. No barrier.
 template <int BV, int Ver, class Grp>
 __device__ __forceinline__ void products_store(const Grp& grp, uint8_t* smem, int buf, float scale, HeldProducts& held) {
   const int lane = grp.tid & 31;
-  switch (grp.warp()) {
-    case 0: product_store<false, 3, BV, Ver>(lane, smem, buf, scale, first_task<3>(held)), product_store<false, 0, BV, Ver>(lane, smem, buf, scale, second_task<3>(held)); break;
-    case 1: product_store<true, 3, BV, Ver>(lane, smem, buf, scale, first_task<3>(held)), product_store<true, 0, BV, Ver>(lane, smem, buf, scale, second_task<3>(held)); break;
-    case 2: product_store<false, 2, BV, Ver>(lane, smem, buf, scale, first_task<2>(held)), product_store<false, 1, BV, Ver>(lane, smem, buf, scale, second_task<2>(held)); break;
-    default: product_store<true, 2, BV, Ver>(lane, smem, buf, scale, first_task<2>(held)), product_store<true, 1, BV, Ver>(lane, smem, buf, scale, second_task<2>(held)); break;
-  }
+  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+    product_store<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, buf, scale, acc);
+  });
 }
 
 template <bool Q, int R, int BV, int Ver, class Grp>

@@ -98,6 +98,12 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
 constexpr int kStateRegs = 208, kLoadRegs = 88;
 static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
+// Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity).
+__device__ __forceinline__ void wait_phase(uint64_t* bar, int phase) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
+  }
+}
+
 // kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
 // warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
 template <class In, int BV, bool kOut, bool kWg = false>
@@ -159,8 +165,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % 3;
-      while (!cuda::ptx::mbarrier_try_wait_parity(&full_bar[stage], uint32_t((j / 3) & 1))) {
-      }
+      wait_phase(&full_bar[stage], j / 3);
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       cuda::ptx::mbarrier_arrive(&empty_bar[stage]);  // the stage is free for chunk j + 3
     }
@@ -176,10 +181,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {
-      if (i >= 3) {
-        while (!cuda::ptx::mbarrier_try_wait_parity(&empty_bar[i % 3], uint32_t((i / 3 - 1) & 1))) {
-        }
-      }
+      if (i >= 3) wait_phase(&empty_bar[i % 3], i / 3 - 1);
       load(i);
     };
     if (count > 0) produce(0);

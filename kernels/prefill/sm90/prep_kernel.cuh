@@ -58,9 +58,11 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
   load_qk<0, kPrepKernel, NT>(smem, 0, a, row0, rows, hk, tid);
   __pipeline_commit();
   const PrepGroup<NT, 0> all{tid};
+  // Token tid's gate words of value head h (threads 0..63).
+  auto gate_of_head = [&](int h) { return tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{}; };
   if constexpr (!kGroup) {
     const int h = int(blockIdx.y);
-    const dev::GateIn gate = tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{};
+    const dev::GateIn gate = gate_of_head(h);
     __pipeline_wait_prior(0);
     __syncthreads();
     prepare_chunk<In, 0, kPrepKernel>(all, smem, 0, 0, gate, a, rows);
@@ -74,7 +76,6 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
     HeldProducts held;  // this warp's K K^T / Q K^T tiles, kept for every value head of the group
     products_mma<0, kPrepKernel>(all, smem, 0, held);
     __syncthreads();  // the q/k tiles are dead: L and P_g go over them
-    auto gate_of_head = [&](int h) { return tid < rows ? dev::load_gate(a.gate, row0 + tid, h, a.HV) : dev::GateIn{}; };
     dev::GateIn gate = gate_of_head(hk * group);
     for (int j = 0; j < group; ++j) {
       const int h = hk * group + j;

@@ -38,8 +38,6 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
         return rp.verification_json(scope=f"not verified: too large ({tokens * hv * kv} state-update work)")
     if s["op"] != "prefill" and s["indices"] == "padded":
         scope += f" (the {len(cu) - 1} valid rows)"
-    # Where the disk store (reference_store.py) keeps this reference: from the inputs as restored.
-    stored_at = reference_store.entry_path(sh.shape_key(s), heads, getattr(call, "ref_key", ""), ri)
     out = call.outputs(call())
     if out["o"].is_cuda:
         torch.cuda.synchronize()
@@ -50,8 +48,9 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
         steps_check = reference.StepCheck(out["intermediate"].index_select(2, hsel))
     key = (tuple(heads), getattr(call, "ref_key", ""))
     if key not in ref_cache or steps_check is not None:
-        # The intermediate-cache check walks the steps itself: never from the disk store.
-        stored = None if steps_check is not None else stored_at
+        # Where the disk store (reference_store.py) keeps this reference, found by the same inputs
+        # the reference reads; the intermediate-cache check walks the steps itself: never stored.
+        stored = None if steps_check is not None else reference_store.entry_path(sh.shape_key(s), heads, key[1], ri)
         hit = reference_store.load(stored, out["o"].device)
         if hit is None:
             started = time.monotonic()
