@@ -13,6 +13,11 @@
 #   prefill       configs/qwen35-prefill.yaml: ours, then FLA's chunk, FlashQLA and FlashInfer
 #                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads)
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
+#   peers-warm    the peers' first-call compiles for every point of configs/qwen35-prefill.yaml,
+#                 WARM_JOBS (9) processes per installed peer side by side, each a slice of the plan,
+#                 unverified, one sample: the compile caches below then spare the timed prefill
+#                 step its compiles (TileLang compiles 3-4 kernels of 20-60 s per head group). Its
+#                 reports are thrown away; run nothing timed beside it
 #   peers-cache   pack the peers' compile caches ($PEER_CACHE: Triton kernels and autotune results,
 #                 TileLang, CuTe DSL) into $OUT_DIR/peer-cache.tar.xz when under PEER_CACHE_MAX_MB
 #                 (40); put it in .carry/peer-cache.tar.xz and carry it, and the next machine skips
@@ -169,6 +174,44 @@ versus() {
   ((all)) && echo "COMPLETE $name${without:+ (without$without)}" || echo "INCOMPLETE $name: run the same step again (reports in $PEER_OUT and \$OUT)"
 }
 
+# The peers' first calls, many processes side by side, so the timed step finds its kernels compiled.
+# warm NAME CONFIG "PEER:VARIANTS ..."
+warm() {
+  local name=$1 config=$2 spec=$3 item peer variants n per i jobs=${WARM_JOBS:-9} t0=$SECONDS
+  local dir="$PEER_OUT/warm" plan="$PEER_OUT/warm/$1.plan.json" pids=() tags=()
+  peer_env
+  mkdir -p "$dir"
+  "$G" plan --config "$config" --json "$plan" >/dev/null || { echo "plan failed"; return 1; }
+  n=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["points"]))' "$plan")
+  per=$(((n + jobs - 1) / jobs))
+  for item in $spec; do
+    peer=${item%%:*} variants=${item#*:}
+    peer_ready "$peer" || { echo "warm: $peer not installed"; continue; }
+    for ((i = 0; i < n; i += per)); do
+      python3 "scripts/peers/${peer}_peer.py" --plan "$plan" --out "$dir/$name.$peer.$i.json" --first "$i" \
+        --count "$per" --variants "$variants" --no-verify --warmup 1 --min-samples 1 --min-time 0 \
+        --timeout 0.001 --timer events > "$dir/$name.$peer.$i.log" 2>&1 &
+      pids+=($!) tags+=("$peer[$i..$((i + per - 1))]")
+    done
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    echo "warm ${tags[$i]}: exit $? ($((SECONDS - t0)) s)"
+  done
+  python3 - "$dir" "$name" <<'PY'
+import glob, json, sys
+count = {}
+for f in glob.glob(f"{sys.argv[1]}/{sys.argv[2]}.*.*.json"):
+    peer = f.rsplit("/", 1)[1].split(".")[1]
+    for c in json.load(open(f)).get("cases", []):
+        k = count.setdefault(peer, {})
+        k[c["status"]] = k.get(c["status"], 0) + 1
+        k["first_call_s"] = k.get("first_call_s", 0.0) + (c.get("first_call_s") or 0.0)
+for peer, k in sorted(count.items()):
+    print(f"warm {peer}: " + ", ".join(f"{s} {v:.0f}" if isinstance(v, float) else f"{s} {v}" for s, v in k.items()))
+PY
+}
+
 START=$SECONDS
 # MODE=graph (or hot) times peers and ours that way (CUDA-graph replay: no host gaps between a
 # call's kernels) and names the op's reports NAME-graph, so they never mix with the cold ones.
@@ -191,6 +234,7 @@ for step in "$@"; do
       echo "gpu tests: exit $?"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT_DIR/gpu-tests.log" | sort | uniq -c | head -40
       ;;
     peers-install) peers_install ;;
+    peers-warm) warm "prefill" configs/qwen35-prefill.yaml "fla:fla/chunk flashqla: flashinfer:" ;;
     peers-cache)
       tar -C "$PEER_CACHE" --exclude=.unpacked -cJf "$OUT_DIR/peer-cache.tar.xz" . 2>/dev/null
       mb=$(( $(stat -c %s "$OUT_DIR/peer-cache.tar.xz") / 1048576 ))
