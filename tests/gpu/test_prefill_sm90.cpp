@@ -87,12 +87,13 @@ std::vector<Case> cases() {
   // forced: segments of 2 chunks, and of 1 chunk with the transition pass at block_v 32.
   std::vector<Case> all;
   // v3 at block_v 64 on mma.sync (the default there is wgmma), and on wgmma split (a case's own
-  // block_v=32 runs mma.sync).
+  // block_v=32 runs mma.sync); v3 split at block_v 128 (two state warpgroups, the plan's choice
+  // for few long sequences).
   for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
-                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,prep=group"})
+                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
-      if (kernel == "v3,block_v=128" && !one.plan.empty()) continue;
+      if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
       std::string label = one.label + "_" + kernel.substr(0, 2);
       if (kernel.find("mma=") != std::string::npos) label += kernel.find("wgmma") != std::string::npos ? "_wg" : "_sync";
       if (kernel.find("block_v=128") != std::string::npos) label += "_bv128";
@@ -165,6 +166,7 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
                                  "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32",
                                  "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128",
+                                 "kernel=v3,cp=2,block_v=128",
                                  "kernel=v3,prep=group"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);

@@ -12,26 +12,42 @@ namespace gdn::sm90 {
 
 namespace {
 
-// H200 (2026-11-25, docs/notes/prefill-sm90.md): v3's scan costs 1.85 us per chunk at block_v 32
-// and 2.2 us at 64 with one CTA per SM; the transition pass skips (Q S)^T and O (84 of 232 MMAs
-// per state warp) and the o store: 1.77 us per chunk at block_v 64 (kTransitionFactor). The fixup:
-// about 3 us per segment step (26 us for 7 steps, 13 us for 3; kFixupStepUs).
-// Block_v 128 (two wgmma state warpgroups, fourth session): 1.49x block_v 64's per-chunk time
-// on the many-sequence cells (2.95 against 1.98 us on wgmma, 16/64 4096x8), so 3.28 here.
-constexpr double kChunkUs32 = 1.85, kChunkUs64 = 2.2, kChunkUs128 = 3.28;
-constexpr double kTransitionFactor = 0.8;
-constexpr double kFixupStepUs = 3.0, kLaunchUs = 4.0;
+// H200, one CTA per SM (docs/notes/prefill-sm90.md, "The split re-measured"): v3's scan costs
+// 1.80 us per chunk at block_v 32 (mma.sync), 1.92 at 64 and 2.88 at 128 (wgmma: one and two
+// state warpgroups). The transition pass (no (Q S)^T, no o) at cp_block_v 64 takes 1.65 us per
+// chunk where one CTA has an SM to itself, but three fit an SM, so a deep grid costs
+// 0.61 SM-us per chunk and chain (0.55 at cp_block_v 32, whose grid is twice as deep). The fixup:
+// a launch plus one dependent step per segment boundary, each longer with more value heads. Every
+// CTA also pays about 5 us of its own (state in and out, the ring's fill and drain), which short
+// segments feel.
+constexpr double kCtaUs = 5.0;
+constexpr double kChunkUs32 = 1.80, kChunkUs64 = 1.92, kChunkUs128 = 2.88;
+constexpr double kTransitionChunkUs64 = 1.65, kTransitionChunkUs32 = 1.50;
+constexpr double kTransitionSmUs64 = 0.61, kTransitionSmUs32 = 0.55;
+constexpr double kFixupUs = 8.0, kFixupStepUs = 1.5, kFixupStepUsPerHead = 0.13, kLaunchUs = 4.0;
 
 double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : block_v == 64 ? kChunkUs64 : kChunkUs128; }
 
-// Longest chain first onto the SM that frees first; chains in chunks.
-int64_t makespan_chunks(std::vector<int64_t>& chains, int sm_count) {
+// The transition pass: chains of chunks, several CTAs per SM. The longer of the longest chain
+// alone and the whole pass spread evenly over the SMs.
+double transition_us(const std::vector<int64_t>& chains, int cp_block_v, int sm_count) {
+  int64_t longest = 0, total = 0;
+  for (const int64_t c : chains) longest = std::max(longest, c), total += c;
+  const bool narrow = cp_block_v == 32;
+  return std::max(double(longest) * (narrow ? kTransitionChunkUs32 : kTransitionChunkUs64) + kCtaUs,
+                  (double(total) * (narrow ? kTransitionSmUs32 : kTransitionSmUs64) + double(chains.size()) * kCtaUs / 3) /
+                      sm_count);
+}
+
+// Longest chain first onto the SM that frees first (one CTA per SM); chains in chunks, the
+// makespan in us.
+double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, int sm_count) {
   std::sort(chains.begin(), chains.end(), std::greater<>());
-  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<>> free_at;
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sm_count; ++i) free_at.push(0);
-  int64_t end = 0;
+  double end = 0;
   for (const int64_t c : chains) {
-    const int64_t t = free_at.top() + c;
+    const double t = free_at.top() + double(c) * per_chunk_us + kCtaUs;
     free_at.pop();
     free_at.push(t);
     end = std::max(end, t);
@@ -57,10 +73,10 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
       if (s + 1 < segs) transition.insert(transition.end(), size_t(int64_t(2 * kHeadDim / p.cp_block_v) * b.HV), seg);
     }
   }
-  double us = double(makespan_chunks(scan, sm_count)) * chunk_us(p.block_v);
+  double us = makespan_us(scan, chunk_us(p.block_v), sm_count);
   if (L > 0)
-    us += double(makespan_chunks(transition, sm_count)) * chunk_us(p.cp_block_v) * kTransitionFactor +
-          double(fixup_steps) * kFixupStepUs + 2 * kLaunchUs;
+    us += transition_us(transition, p.cp_block_v, sm_count) + kFixupUs +
+          double(fixup_steps) * (kFixupStepUs + kFixupStepUsPerHead * double(b.HV)) + 2 * kLaunchUs;
   return us;
 }
 
@@ -71,7 +87,7 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   Plan best = p;
   double best_us = 0.9 * modeled_scan_us(b, p, sm_count);
   for (int L = 4; L < max_chunks && L <= 512; L *= 2)
-    for (const int bv : {32, 64})
+    for (const int bv : {32, 64, 128})
       for (const int cp_bv : {32, 64}) {
         Plan q = p;
         q.seg_chunks = L, q.block_v = bv, q.cp_block_v = cp_bv;
