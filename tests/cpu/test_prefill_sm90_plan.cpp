@@ -404,9 +404,19 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
     EXPECT_EQ(p.seg_chunks, 128) << h << "/" << hv;
     EXPECT_EQ(p.cp_block_v, 64) << h << "/" << hv;
     EXPECT_TRUE(p.wgmma_at(128));
-    EXPECT_NEAR(sm90::modeled_scan_us(b, p, 132), 633, 0.03 * 633) << p.describe(b, 132);
+    EXPECT_NEAR(sm90::modeled_scan_us(b, p, 132), 633, 0.05 * 633) << p.describe(b, 132);
     EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, sm90::kKernelV3), 132), 921, 0.03 * 921);
   }
+  // Where the H200 said no to short segments at 128 (ms, split at 128 against the choice): 2/8
+  // 6144+2048 0.146 against 0.127 (64, segments of 16); 16/16 1x4096 0.146 against 0.128 (64, 16);
+  // 16/32 1024+7168 0.342 against 0.327 (unsplit at 64: 160 CTAs at 128 would be two waves).
+  auto choice = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132); };
+  EXPECT_EQ(choice({6144, 2048}, 2, 8).block_v, 64);
+  EXPECT_EQ(choice({6144, 2048}, 2, 8).seg_chunks, 16);
+  EXPECT_EQ(choice({4096}, 16, 16).block_v, 64);
+  EXPECT_EQ(choice({4096}, 16, 16).seg_chunks, 16);
+  EXPECT_EQ(choice({1024, 7168}, 16, 32).seg_chunks, 0);
+  EXPECT_EQ(choice({1024, 7168}, 16, 32).block_v, 64);
   // The measured grid of splits (16/32 1x32768, scan kernels in us) in the model's order: segments
   // of 128 at 128 (633) before 64 at 64 (795), 128 at 64 (758), 256 at 64 (934), unsplit 32 (921).
   const Batch b = Batch::of(prefill({32768}, 16, 32));

@@ -19,8 +19,9 @@ namespace {
 // 0.61 SM-us per chunk and chain (0.55 at cp_block_v 32, whose grid is twice as deep). The fixup:
 // a launch plus one dependent step per segment boundary, each longer with more value heads. Every
 // CTA also pays about 5 us of its own (state in and out, the ring's fill and drain), which short
-// segments feel.
-constexpr double kCtaUs = 5.0;
+// segments feel, 12 us at block_v 128 (two warpgroups to start and drain). A transition chain costs
+// its SM about 6 us of its own beside the other chains there.
+constexpr double kCtaUs = 5.0, kCtaUs128 = 12.0, kTransitionChainSmUs = 6.0;
 constexpr double kChunkUs32 = 1.80, kChunkUs64 = 1.92, kChunkUs128 = 2.88;
 constexpr double kTransitionChunkUs64 = 1.65, kTransitionChunkUs32 = 1.50;
 constexpr double kTransitionSmUs64 = 0.61, kTransitionSmUs32 = 0.55;
@@ -35,19 +36,20 @@ double transition_us(const std::vector<int64_t>& chains, int cp_block_v, int sm_
   for (const int64_t c : chains) longest = std::max(longest, c), total += c;
   const bool narrow = cp_block_v == 32;
   return std::max(double(longest) * (narrow ? kTransitionChunkUs32 : kTransitionChunkUs64) + kCtaUs,
-                  (double(total) * (narrow ? kTransitionSmUs32 : kTransitionSmUs64) + double(chains.size()) * kCtaUs / 3) /
+                  (double(total) * (narrow ? kTransitionSmUs32 : kTransitionSmUs64) +
+                   double(chains.size()) * kTransitionChainSmUs) /
                       sm_count);
 }
 
 // Longest chain first onto the SM that frees first (one CTA per SM); chains in chunks, the
 // makespan in us.
-double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, int sm_count) {
+double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, double per_cta_us, int sm_count) {
   std::sort(chains.begin(), chains.end(), std::greater<>());
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sm_count; ++i) free_at.push(0);
   double end = 0;
   for (const int64_t c : chains) {
-    const double t = free_at.top() + double(c) * per_chunk_us + kCtaUs;
+    const double t = free_at.top() + double(c) * per_chunk_us + per_cta_us;
     free_at.pop();
     free_at.push(t);
     end = std::max(end, t);
@@ -73,7 +75,7 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
       if (s + 1 < segs) transition.insert(transition.end(), size_t(int64_t(2 * kHeadDim / p.cp_block_v) * b.HV), seg);
     }
   }
-  double us = makespan_us(scan, chunk_us(p.block_v), sm_count);
+  double us = makespan_us(scan, chunk_us(p.block_v), p.block_v == 128 ? kCtaUs128 : kCtaUs, sm_count);
   if (L > 0)
     us += transition_us(transition, p.cp_block_v, sm_count) + kFixupUs +
           double(fixup_steps) * (kFixupStepUs + kFixupStepUsPerHead * double(b.HV)) + 2 * kLaunchUs;
