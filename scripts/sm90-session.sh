@@ -15,7 +15,9 @@
 #            per kernel, with the per-kernel breakdown. AB_SET=cp times the points context
 #            parallelism is for instead (2/8 at 1x32768, 1x8192, 1x2048, 28672+4096, 16384x2;
 #            16/32 1x32768); AB_SET=wide the many-head, many-sequence ones (16/64, 16/32, 8/32 at
-#            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768)
+#            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768); AB_SET=gva3 the GVA-3 heads
+#            (16/48, 8/24 at 4096x8, 8192x4, 16384x2, 4096x2, 1x32768, 1x8192), for
+#            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head, today only at GVA >= 4)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -83,6 +85,17 @@ for step in $steps; do
     op: prefill
     heads: ["16/16", "16/64"]
     seqlens: "1x32768"
+YAML
+        elif [ "${AB_SET:-qwen}" = gva3 ]; then
+          cat <<'YAML'
+  - name: gva3-many-sequences
+    op: prefill
+    heads: ["16/48", "8/24"]
+    seqlens: ["4096x8", "8192x4", "16384x2", "4096x2"]
+  - name: gva3-one-sequence
+    op: prefill
+    heads: ["16/48", "8/24"]
+    seqlens: ["1x32768", "1x8192"]
 YAML
         elif [ "${AB_SET:-qwen}" = cp ]; then
           cat <<'YAML'
