@@ -53,6 +53,41 @@ std::string markdown_cell(const std::string& s) {
   return out;
 }
 
+// Ours / each peer alone over the rows it measured on our device.
+std::vector<PeerSummary> summarize_peers(const PeerSection& sec) {
+  std::vector<PeerSummary> out;
+  for (std::size_t c = 0; c < sec.columns.size(); ++c) {
+    PeerSummary s;
+    s.peer = sec.columns[c];
+    std::vector<double> spans, kernels;
+    for (const auto& row : sec.rows) {
+      const CaseRecord* p = row.peers[c];
+      if (!p || !measured(*p) || p->device != row.ours->device) continue;
+      const double ours = row.ours->timing.stats.median;
+      spans.push_back(ours / p->timing.stats.median);
+      s.ahead += p->timing.stats.median < ours;
+      const double k = p->timing.kernels_sum_median_s;
+      if (!std::isfinite(k) || k <= 0) continue;
+      kernels.push_back(ours / k);
+      s.ahead_kernels += k < ours;
+      if (!std::isfinite(s.worst_ours_over_kernels) || ours / k > s.worst_ours_over_kernels) s.worst_ours_over_kernels = ours / k;
+    }
+    s.rows = int(spans.size()), s.rows_kernels = int(kernels.size());
+    s.geomean_ours_over = geomean(spans), s.geomean_ours_over_kernels = geomean(kernels);
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string summary_line(const PeerSummary& s) {
+  std::string line = fmt::format("{}: ours / it {} over {} rows, it is faster on {}", s.peer, ratio(s.geomean_ours_over), s.rows,
+                                 s.ahead);
+  if (s.rows_kernels > 0)
+    line += fmt::format("; ours / its kernel sums {} over {} rows, below ours on {}, at most {}", ratio(s.geomean_ours_over_kernels),
+                        s.rows_kernels, s.ahead_kernels, ratio(s.worst_ours_over_kernels));
+  return line;
+}
+
 }  // namespace
 
 std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers) {
@@ -110,6 +145,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
     }
     sec.geomean_ours_over_best = geomean(ratios);
     sec.geomean_ours_over_best_kernels = geomean(ratios_kernels);
+    sec.per_peer = summarize_peers(sec);
   }
   return sections;
 }
@@ -152,6 +188,7 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
       out += fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below ours "
                          "on {} of {} rows; ours / best peer kernels, geometric mean {}\n",
                          sec.op, sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
+    for (const auto& p : sec.per_peer) out += fmt::format("{}: {}\n", sec.op, summary_line(p));
     for (const auto& d : sec.other_devices)
       out += fmt::format("warning: peer records from another device ({}) are not compared\n", d);
   }
@@ -179,6 +216,15 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
                          "its kernels left out) is below our whole span on {} of {} rows (`peer kernels`, "
                          "`ours / kernels`; geometric mean {}).\n\n",
                          sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
+    if (!sec.per_peer.empty()) {
+      out += "| peer | rows | ours / peer (span) | peer faster | ours / peer kernels | peer kernels faster | worst ours / "
+             "kernels |\n|---|---:|---:|---:|---:|---:|---:|\n";
+      for (const auto& p : sec.per_peer)
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.peer), p.rows, ratio(p.geomean_ours_over),
+                           p.ahead, p.rows_kernels ? ratio(p.geomean_ours_over_kernels) : "-",
+                           p.rows_kernels ? std::to_string(p.ahead_kernels) : "-", ratio(p.worst_ours_over_kernels));
+      out += "\n";
+    }
     out += "| variant | shape | ours |";
     std::string rule = "|---|---|---:|";
     for (const auto& c : sec.columns) out += fmt::format(" {} |", markdown_cell(c)), rule += "---:|";

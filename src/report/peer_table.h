@@ -23,6 +23,18 @@ struct PeerRow {
   double ours_over_best_kernels = kNaN;
 };
 
+// Ours against one peer variant alone, over the rows where it has a verified number on our device.
+struct PeerSummary {
+  std::string peer;
+  int rows = 0;
+  int ahead = 0;                    // rows where its span is below ours
+  double geomean_ours_over = kNaN;  // ours / its span
+  int rows_kernels = 0;             // rows where it has a summed kernel time
+  int ahead_kernels = 0;            // rows where that sum is below our span
+  double geomean_ours_over_kernels = kNaN;
+  double worst_ours_over_kernels = kNaN;  // the largest ours / its kernel sum
+};
+
 struct PeerSection {
   std::string op;
   std::vector<std::string> columns;  // peer variants, first-seen order
@@ -35,6 +47,7 @@ struct PeerSection {
   double geomean_ours_over_best = kNaN;
   double geomean_ours_over_best_kernels = kNaN;
   std::vector<std::string> other_devices;  // peer records matched from another device (not comparable)
+  std::vector<PeerSummary> per_peer;       // one per column, in column order
 };
 
 // peers: the cases of every peer report (several reports, or one report with several peers).

@@ -174,5 +174,44 @@ TEST(PeerTable, GeometricMeansAndOurRate) {
   EXPECT_NE(dmd.find("geometric mean -"), std::string::npos) << dmd;
 }
 
+// Each peer alone: ours / it over the rows it measured (span and kernel sums), how often it is
+// faster, the worst row; a row of another device or without a verified number does not count.
+TEST(PeerTable, PerPeerSummaries) {
+  auto o1 = rec("prefill/sm90", 1, 400.0), o2 = rec("prefill/sm90", 2, 100.0), o3 = rec("prefill/sm90", 3, 50.0);
+  auto a1 = rec("fla/chunk", 1, 800.0), a2 = rec("fla/chunk", 2, 200.0), a3 = rec("fla/chunk", 3, 0.0, CaseStatus::skipped);
+  auto b1 = rec("flashinfer/chunk", 1, 300.0), b2 = rec("flashinfer/chunk", 2, 120.0),
+       b3 = rec("flashinfer/chunk", 3, 10.0, CaseStatus::ok, "NVIDIA H100");
+  int n = 0;
+  for (auto* r : {&o1, &o2, &o3, &a1, &a2, &a3, &b1, &b2, &b3}) r->shape.op = OpKind::prefill, r->shape.seqlens = {1024 << (n++ % 3)};
+  b1.timing.kernels_sum_median_s = 250e-6, b2.timing.kernels_sum_median_s = 80e-6;
+  const std::vector<CaseRecord> ours{o1, o2, o3}, peers{a1, a2, a3, b1, b2, b3};
+  const auto s = build_peer_sections(ours, peers);
+  ASSERT_EQ(s.size(), 1u);
+  ASSERT_EQ(s[0].per_peer.size(), 2u);
+  const PeerSummary& fla = s[0].per_peer[0];
+  EXPECT_EQ(fla.peer, "fla/chunk");
+  EXPECT_EQ(fla.rows, 2);
+  EXPECT_EQ(fla.ahead, 0);
+  EXPECT_NEAR(fla.geomean_ours_over, 0.5, 1e-12);
+  EXPECT_EQ(fla.rows_kernels, 0);
+  const PeerSummary& fi = s[0].per_peer[1];
+  EXPECT_EQ(fi.rows, 2);  // the H100 row is not compared
+  EXPECT_EQ(fi.ahead, 1);
+  EXPECT_NEAR(fi.geomean_ours_over, std::sqrt(400.0 / 300.0 * 100.0 / 120.0), 1e-12);
+  EXPECT_EQ(fi.rows_kernels, 2);
+  EXPECT_EQ(fi.ahead_kernels, 2);
+  EXPECT_NEAR(fi.geomean_ours_over_kernels, std::sqrt(1.6 * 1.25), 1e-12);
+  EXPECT_NEAR(fi.worst_ours_over_kernels, 1.6, 1e-12);
+  const auto md = format_peer_markdown(ours, peers);
+  EXPECT_NE(md.find("| peer | rows | ours / peer (span) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| fla/chunk | 2 | 0.50x | 0 | - | - | - |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| flashinfer/chunk | 2 | 1.05x | 1 | 1.41x | 2 | 1.60x |"), std::string::npos) << md;
+  const auto text = format_peer_table(ours, peers);
+  EXPECT_NE(text.find("flashinfer/chunk: ours / it 1.05x over 2 rows, it is faster on 1; ours / its kernel sums 1.41x over 2 "
+                      "rows, below ours on 2, at most 1.60x"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace gdn
