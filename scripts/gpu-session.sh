@@ -191,7 +191,7 @@ warm() {
       python3 "scripts/peers/${peer}_peer.py" --plan "$plan" --out "$dir/$name.$peer.$i.json" --first "$i" \
         --count "$per" --variants "$variants" --no-verify --warmup 1 --min-samples 1 --min-time 0 \
         --timeout 0.001 --timer events > "$dir/$name.$peer.$i.log" 2>&1 &
-      pids+=($!) tags+=("$peer[$i..$((i + per - 1))]")
+      pids+=($!) tags+=("$peer[$i..$((i + per < n ? i + per - 1 : n - 1))]")
     done
   done
   for i in "${!pids[@]}"; do
