@@ -53,30 +53,17 @@ std::string markdown_cell(const std::string& s) {
   return out;
 }
 
-// Ours / each peer alone over the rows it measured on our device.
-std::vector<PeerSummary> summarize_peers(const PeerSection& sec) {
-  std::vector<PeerSummary> out;
-  for (std::size_t c = 0; c < sec.columns.size(); ++c) {
-    PeerSummary s;
-    s.peer = sec.columns[c];
-    std::vector<double> spans, kernels;
-    for (const auto& row : sec.rows) {
-      const CaseRecord* p = row.peers[c];
-      if (!p || !measured(*p) || p->device != row.ours->device) continue;
-      const double ours = row.ours->timing.stats.median;
-      spans.push_back(ours / p->timing.stats.median);
-      s.ahead += p->timing.stats.median < ours;
-      const double k = p->timing.kernels_sum_median_s;
-      if (!std::isfinite(k) || k <= 0) continue;
-      kernels.push_back(ours / k);
-      s.ahead_kernels += k < ours;
-      if (!std::isfinite(s.worst_ours_over_kernels) || ours / k > s.worst_ours_over_kernels) s.worst_ours_over_kernels = ours / k;
-    }
-    s.rows = int(spans.size()), s.rows_kernels = int(kernels.size());
-    s.geomean_ours_over = geomean(spans), s.geomean_ours_over_kernels = geomean(kernels);
-    out.push_back(s);
-  }
-  return out;
+// Ours / one peer alone, from its ratios over the rows it measured on our device (span, and
+// summed kernel time where it has one).
+PeerSummary summarize_peer(const std::string& peer, const std::vector<double>& spans, const std::vector<double>& kernels) {
+  PeerSummary s;
+  s.peer = peer;
+  s.rows = int(spans.size()), s.rows_kernels = int(kernels.size());
+  s.ahead = int(std::count_if(spans.begin(), spans.end(), [](double x) { return x > 1.0; }));
+  s.ahead_kernels = int(std::count_if(kernels.begin(), kernels.end(), [](double x) { return x > 1.0; }));
+  s.geomean_ours_over = geomean(spans), s.geomean_ours_over_kernels = geomean(kernels);
+  if (!kernels.empty()) s.worst_ours_over_kernels = *std::max_element(kernels.begin(), kernels.end());
+  return s;
 }
 
 std::string summary_line(const PeerSummary& s) {
@@ -117,7 +104,10 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   for (auto& sec : sections) {
     std::sort(sec.columns.begin(), sec.columns.end());
     std::vector<double> ratios, ratios_kernels;
+    // Per column: ours / that peer on each row it measured here (span; summed kernel time).
+    std::vector<std::vector<double>> peer_spans(sec.columns.size()), peer_kernels(sec.columns.size());
     for (auto& row : sec.rows) {
+      const double ours = row.ours->timing.stats.median;
       const auto& found = by_key.at(row_key(*row.ours));
       for (std::size_t c = 0; c < sec.columns.size(); ++c) {
         auto f = found.find(sec.columns[c]);
@@ -130,12 +120,15 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
           continue;  // another GPU's number is no comparison
         }
         const double t = p->timing.stats.median;
+        peer_spans[c].push_back(ours / t);
         if (row.best < 0 || t < row.best_s) row.best = int(c), row.best_s = t;
         const double k = p->timing.kernels_sum_median_s;
-        if (std::isfinite(k) && k > 0 && (!std::isfinite(row.best_kernels_s) || k < row.best_kernels_s)) row.best_kernels_s = k;
+        if (!std::isfinite(k) || k <= 0) continue;
+        peer_kernels[c].push_back(ours / k);
+        if (!std::isfinite(row.best_kernels_s) || k < row.best_kernels_s) row.best_kernels_s = k;
       }
-      if (row.best >= 0) row.ours_over_best = row.ours->timing.stats.median / row.best_s;
-      if (std::isfinite(row.best_kernels_s)) row.ours_over_best_kernels = row.ours->timing.stats.median / row.best_kernels_s;
+      if (row.best >= 0) row.ours_over_best = ours / row.best_s;
+      if (std::isfinite(row.best_kernels_s)) row.ours_over_best_kernels = ours / row.best_kernels_s;
       sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
       sec.peer_ahead_kernels += row.ours_over_best_kernels > 1.0;
       sec.has_kernel_sums = sec.has_kernel_sums || std::isfinite(row.best_kernels_s);
@@ -145,7 +138,8 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
     }
     sec.geomean_ours_over_best = geomean(ratios);
     sec.geomean_ours_over_best_kernels = geomean(ratios_kernels);
-    sec.per_peer = summarize_peers(sec);
+    for (std::size_t c = 0; c < sec.columns.size(); ++c)
+      sec.per_peer.push_back(summarize_peer(sec.columns[c], peer_spans[c], peer_kernels[c]));
   }
   return sections;
 }

@@ -28,6 +28,7 @@ constexpr double kTransitionSmUs64 = 0.61, kTransitionSmUs32 = 0.55;
 constexpr double kFixupUs = 8.0, kFixupStepUs = 1.5, kFixupStepUsPerHead = 0.13, kLaunchUs = 4.0;
 
 double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : block_v == 64 ? kChunkUs64 : kChunkUs128; }
+double cta_us(int block_v) { return block_v == 128 ? kCtaUs128 : kCtaUs; }
 
 // The transition pass: chains of chunks, several CTAs per SM. The longer of the longest chain
 // alone and the whole pass spread evenly over the SMs.
@@ -75,7 +76,7 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
       if (s + 1 < segs) transition.insert(transition.end(), size_t(int64_t(2 * kHeadDim / p.cp_block_v) * b.HV), seg);
     }
   }
-  double us = makespan_us(scan, chunk_us(p.block_v), p.block_v == 128 ? kCtaUs128 : kCtaUs, sm_count);
+  double us = makespan_us(scan, chunk_us(p.block_v), cta_us(p.block_v), sm_count);
   if (L > 0)
     us += transition_us(transition, p.cp_block_v, sm_count) + kFixupUs +
           double(fixup_steps) * (kFixupStepUs + kFixupStepUsPerHead * double(b.HV)) + 2 * kLaunchUs;
