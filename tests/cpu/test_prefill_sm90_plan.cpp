@@ -74,17 +74,19 @@ TEST(Sm90Plan, V3TakesBlockV128WhereItShortensTheWaves) {
   EXPECT_TRUE(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).wgmma_at(128));
 }
 
-// The preparation per q/k head where GVA is 4 or more and the grid is deep (prep_kernel.cuh).
+// The preparation per q/k head where GVA is 3 or more and the grid is deep (prep_kernel.cuh).
 bool prep_group(std::vector<int64_t> lens, int h, int hv) {
   return sm90::choose(Batch::of(prefill(lens, h, hv)), 132).prep_group;
 }
-TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsFourAndTheGridDeep) {
+TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsThreeOrMoreAndTheGridDeep) {
   const std::vector<int64_t> eight(8, 4096);
   EXPECT_TRUE(prep_group(eight, 16, 64));
   EXPECT_TRUE(prep_group(eight, 8, 32));
   EXPECT_TRUE(prep_group(eight, 4, 16));
   EXPECT_FALSE(prep_group(eight, 16, 32));  // GVA 2
-  EXPECT_FALSE(prep_group(eight, 8, 24));   // GVA 3
+  EXPECT_TRUE(prep_group(eight, 8, 24));    // GVA 3
+  EXPECT_TRUE(prep_group(eight, 16, 48));
+  EXPECT_FALSE(prep_group({2048}, 8, 24));  // 33 slots x 8 q/k heads: under 1.5 waves
   EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 slots x 2 q/k heads
   EXPECT_TRUE(prep_group({32768}, 2, 8));   // 513 x 2 = 1026 CTAs: 1.94 waves of four per SM
   EXPECT_FALSE(prep_group({8192}, 2, 8));   // 129 x 2 = 258: under 1.5 waves

@@ -79,10 +79,11 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   Plan p;
   p.kernel = kernel;
   p.wgmma = kernel == kKernelV3;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
-  // The preparation per q/k head where GVA is 4 or more and its grid is at least one and a half
+  // The preparation per q/k head where GVA is 3 or more and its grid is at least one and a half
   // waves of four CTAs per SM (H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us; 2/8 1x32768, 1026 CTAs,
-  // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us: docs/notes/prefill-sm90.md).
-  p.prep_group = kernel == kKernelV3 && b.HV >= 4 * b.H &&
+  // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us; GVA 3, twelve cells 0.85-0.94x of the whole
+  // call: docs/notes/prefill-sm90.md).
+  p.prep_group = kernel == kKernelV3 && b.HV >= 3 * b.H &&
                  2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * kPrepCtasPerSm * int64_t(sm_count);
   const int largest = kernel == kKernelV1 ? 128 : 64;
   for (int bv : {32, 64, 128}) {

@@ -7,7 +7,7 @@
 // kGroup: one CTA per (slot, q/k head) instead: q and k loaded, normed and multiplied once, then
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
-// same bits; the plan takes it where GVA is 4 or more and the grid deep (plan.h).
+// same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
 #pragma once
 
 #include <cuda_pipeline.h>
