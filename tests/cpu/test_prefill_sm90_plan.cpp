@@ -394,6 +394,34 @@ TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   EXPECT_FALSE(test::contains(off.describe(b, 132), "context parallel"));
 }
 
+// Kernel v4 (fused, override only): block_v 64 or 128 on wgmma, no split, no workspace; plan_for
+// picks its own block_v (one wave at 64, else 128).
+TEST(Sm90Plan, FusedV4Override) {
+  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
+  const Batch few = Batch::of(prefill({4096}, 2, 8));
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v4");
+    const Plan p = sm90::plan_for(many, 132), q = sm90::plan_for(few, 132);
+    EXPECT_EQ(p.kernel, sm90::kKernelV4);
+    EXPECT_EQ(p.block_v, 128);  // 1024 CTAs at 64: no wave fits, so one CTA per head
+    EXPECT_TRUE(p.wgmma_at(128));
+    EXPECT_EQ(p.seg_chunks, 0);
+    EXPECT_EQ(q.block_v, 64);  // 16 CTAs at 64 fit one wave
+    EXPECT_EQ(p.warps(), 12);
+    EXPECT_EQ(p.ctas(many), 64 * 8);
+    EXPECT_LE(p.smem_bytes(), 227 * 1024);
+    const std::string line = p.describe(many, 132);
+    EXPECT_TRUE(test::contains(line, "kernel v4: fused")) << line;
+    EXPECT_TRUE(test::contains(line, "setmaxnreg 192 / 120")) << line;
+    EXPECT_FALSE(test::contains(line, "MiB workspace")) << line;
+  }
+  const Plan chosen = sm90::choose(many, 132);
+  for (const char* bad : {"kernel=v4,block_v=32", "kernel=v4,mma=sync", "kernel=v4,cp=8", "kernel=v4,prep=group", "kernel=v5"})
+    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,block_v=64").block_v, 64);
+  EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
+}
+
 // Few long sequences over many value heads split at block_v 128 (two state warpgroups), the
 // transition pass at 64. H200 (docs/notes/prefill-sm90.md, "The split re-measured"), ms: 16/32
 // 1x32768 1.300 unsplit at block_v 32 -> 1.014; 8/32 1.181 -> 0.896; 32/32 1.297 -> 1.024. The

@@ -90,10 +90,12 @@ std::vector<Case> cases() {
   // block_v=32 runs mma.sync); v3 split at block_v 128 (two state warpgroups, the plan's choice
   // for few long sequences).
   for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
-                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group"})
+                                   "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
+                                   "v4", "v4,block_v=128"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
+      if (kernel.rfind("v4", 0) == 0 && !one.plan.empty()) continue;  // v4: its own block_v (64 or 128)
       std::string label = one.label + "_" + kernel.substr(0, 2);
       if (kernel.find("mma=") != std::string::npos) label += kernel.find("wgmma") != std::string::npos ? "_wg" : "_sync";
       if (kernel.find("block_v=128") != std::string::npos) label += "_bv128";
@@ -166,7 +168,7 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   for (const std::string plan : {"", "kernel=v1", "kernel=v1,block_v=32", "kernel=v2,block_v=32", "kernel=v1,block_v=128",
                                  "kernel=v3", "kernel=v3,block_v=64", "kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32",
                                  "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128",
-                                 "kernel=v3,cp=2,block_v=128",
+                                 "kernel=v3,cp=2,block_v=128", "kernel=v4", "kernel=v4,block_v=128",
                                  "kernel=v3,prep=group"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
@@ -286,6 +288,26 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
     bits[k] = run_with_plan(k == 0 ? "kernel=v1,block_v=128" : "kernel=v3,block_v=128,cp=off", *v, p, *backend_);
   EXPECT_TRUE(bits[0].first == bits[1].first) << "o at block_v 128 differs from v1's";
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht at block_v 128 differs from v1's";
+}
+
+// Kernel v4 (fused) runs the preparation kernel's functions in the same order on the same tiles,
+// and v3's state warpgroups: v3's bits, at block_v 64 and 128.
+TEST_F(Sm90PrefillBits, FusedV4GivesV3Bits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  for (const int hv : {4, 6}) {
+    const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, hv);
+    SCOPED_TRACE(s.key());
+    Problem p(s, *backend_, kSeed);
+    for (const char* bv : {"64", "128"}) {
+      const auto v3 = run_with_plan(std::string("kernel=v3,cp=off,mma=wgmma,block_v=") + bv, *v, p, *backend_);
+      const auto v4 = run_with_plan(std::string("kernel=v4,block_v=") + bv, *v, p, *backend_);
+      EXPECT_TRUE(v3.first == v4.first) << "o at block_v " << bv << " differs from v3's";
+      EXPECT_TRUE(v3.second == v4.second) << "ht at block_v " << bv << " differs from v3's";
+    }
+  }
 }
 
 // The preparation per q/k head (prep=group) runs each value head's preparation with the same

@@ -1,5 +1,5 @@
 // The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
-// instantiation of kernels v1, v2 and v3, launched per plan.
+// instantiation of kernels v1, v2, v3 and v4, launched per plan.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "prefill/sm90/kernel.cuh"
 #include "prefill/sm90/kernel_v2.cuh"
 #include "prefill/sm90/kernel_v3.cuh"
+#include "prefill/sm90/kernel_v4.cuh"
 #include "prefill/sm90/launch.h"
 #include "prefill/sm90/fixup_kernel.cuh"
 #include "prefill/sm90/prep_kernel.cuh"
@@ -95,8 +96,23 @@ template <class In> void launch_v3(const prefill::Args& a, const Plan& p, cudaSt
   launch_scan_at<In, true>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, stream);
 }
 
+// Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.
+template <class In, int BV> void launch_v4(const prefill::Args& a, cudaStream_t stream) {
+  const auto kernel = prefill_sm90_v4_kernel<In, BV>;
+  const int smem = SmemLayout(BV, kKernelV4).bytes;
+  set_smem(kernel, smem);
+  const int v_blocks = kHeadDim / BV;
+  const int64_t ctas = int64_t(v_blocks) * a.HV * a.N;
+  if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm90: {} v4 CTAs do not fit one grid", ctas));
+  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks);
+  CUDA_CHECK(cudaGetLastError());
+}
+
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  if (p.kernel == kKernelV3) {
+  if (p.kernel == kKernelV4) {
+    if (p.block_v == 64) return launch_v4<In, 64>(a, stream);
+    if (p.block_v == 128) return launch_v4<In, 128>(a, stream);
+  } else if (p.kernel == kKernelV3) {
     return launch_v3<In>(a, p, stream);
   } else if (p.kernel == kKernelV2) {
     switch (p.block_v) {

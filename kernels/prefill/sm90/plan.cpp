@@ -29,7 +29,7 @@ int64_t Plan::ctas(const Batch& b) const {
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
-  const std::string roles = kernel == kKernelV2   ? fmt::format(", {} prepare the next chunk", kPrepWarps)
+  const std::string roles = kernel == kKernelV2 || kernel == kKernelV4 ? fmt::format(", {} prepare the next chunk", kPrepWarps)
                             : kernel == kKernelV3 ? fmt::format(", {} load", kPrepWarps)
                                                   : "";
   const std::string how =
@@ -40,6 +40,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
                         SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
                         workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0)
+      : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
   const std::string cp =
@@ -53,6 +54,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
           : "";
   const std::string mma = !wgmma_at(block_v) ? "mma.sync, f16 operands"
                           : block_v == 64     ? "wgmma (the state warps one warpgroup), f16 operands"
+                          : kernel == kKernelV4 ? "wgmma (the state warps two warpgroups, setmaxnreg 192 / 120), f16 operands"
                                               : "wgmma (the state warps two warpgroups, setmaxnreg 208 / 88), f16 operands";
   const std::string cp_mma =
       kernel == kKernelV3 && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
@@ -78,15 +80,18 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
   p.kernel = kernel;
-  p.wgmma = kernel == kKernelV3;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
+  p.wgmma = kernel == kKernelV3 || kernel == kKernelV4;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
   // The preparation per q/k head where GVA is 3 or more and its grid is at least one and a half
   // waves of four CTAs per SM (H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us; 2/8 1x32768, 1026 CTAs,
   // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us; GVA 3, twelve cells 0.85-0.94x of the whole
   // call: docs/notes/prefill-sm90.md).
   p.prep_group = kernel == kKernelV3 && b.HV >= 3 * b.H &&
                  2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * kPrepCtasPerSm * int64_t(sm_count);
-  const int largest = kernel == kKernelV1 ? 128 : 64;
+  // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
+  // head, each chunk prepared once.
+  const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
   for (int bv : {32, 64, 128}) {
+    if (bv < smallest) continue;
     if (bv > largest) break;
     p.block_v = bv;
     if (p.ctas(b) <= sm_count) return p;
@@ -108,7 +113,7 @@ Plan choose(const Batch& b, int sm_count) { return choose_context_parallel(b, ch
 Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
-        "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3, cp=off|<chunks per segment>, "
+        "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
         "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, comma-separated)",
         spec, why));
   };
@@ -129,7 +134,8 @@ Override parse_override(std::string_view spec) {
       if (value == "v1") o.kernel = kKernelV1;
       else if (value == "v2") o.kernel = kKernelV2;
       else if (value == "v3") o.kernel = kKernelV3;
-      else throw bad("kernel must be v1, v2 or v3");
+      else if (value == "v4") o.kernel = kKernelV4;
+      else throw bad("kernel must be v1, v2, v3 or v4");
     } else if (key == "cp") {
       if (value == "off") {
         o.seg_chunks = 0;
@@ -170,8 +176,10 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.prep_group)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.wgmma)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
+  if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v4 runs block_v 64 or 128 on wgmma", spec));
   return p;
 }
 }  // namespace
@@ -186,7 +194,7 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
-  if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = false;
+  if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   return checked(p, spec);
 }

@@ -29,7 +29,8 @@ struct Batch {
 
 struct Plan {
   int block_v = 128;       // value columns per CTA: 128, 64 or 32 (kColsPerWarp per state warp); v2, v3: 64 or 32
-  int kernel = kKernelV1;  // kKernelV1 (kernel.cuh), kKernelV2 (kernel_v2.cuh) or kKernelV3 (prep_kernel.cuh, kernel_v3.cuh)
+  int kernel = kKernelV1;  // kKernelV1 (kernel.cuh), kKernelV2 (kernel_v2.cuh), kKernelV3 (prep_kernel.cuh, kernel_v3.cuh)
+                           // or kKernelV4 (kernel_v4.cuh, fused; override only)
   // Context parallelism (v3 only; segments.h): sequences cut into segments of seg_chunks chunks
   // (0: off), the transition pass at cp_block_v columns per CTA.
   int seg_chunks = 0;
@@ -37,7 +38,7 @@ struct Plan {
   // v3: the state warps of a block_v 64 (or 128, override only) pass as warpgroups on wgmma
   // (state_warpgroup.cuh); passes at block_v 32, and every pass when false, use mma.sync.
   bool wgmma = false;
-  bool wgmma_at(int bv) const { return wgmma && kernel == kKernelV3 && bv >= 64; }
+  bool wgmma_at(int bv) const { return wgmma && (kernel == kKernelV3 || kernel == kKernelV4) && bv >= 64; }
   // v3: the preparation kernel as one CTA per (slot, q/k head), the GVA group's value heads in
   // turn (prep_kernel.cuh), instead of one per (slot, value head).
   bool prep_group = false;
@@ -79,7 +80,7 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 // 4.727 / 1.911; 16/32 1x2048 0.347 / 0.306 / 0.134; 16/64 4096x8 2.668 / 4.800 / 2.635; 16/32
 // 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
-// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3,
+// The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group (0 / -1
 // where not given);
 // throws std::invalid_argument naming the spec.

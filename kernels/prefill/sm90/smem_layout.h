@@ -18,6 +18,9 @@
 // P_g and the scalars of every chunk to a workspace (workspace.h); the scan kernel copies them
 // in with q, k and v, so a stage holds all of them (S = B = 3, one index), a buffer is a slot as
 // it lies in the workspace (one contiguous copy), and there is no lt.
+// Kernel v4 (fused: a preparation warpgroup prepares chunk c + 1 into its stage while the state
+// warpgroups advance chunk c): v3's scan layout, offset for offset (the state warpgroups read it
+// as v3's), then lt, the inverse's scratch.
 #pragma once
 
 namespace gdn::sm90 {
@@ -33,8 +36,8 @@ constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows 
 // CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead), v3 prepares
 // every chunk in a kernel of its own, then scans (state warps and load warps). kPrepKernel names
 // the layout of v3's preparation kernel.
-constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kPrepKernel = 10;
-constexpr int kPrepWarps = 4;  // v2: the warps preparing the next chunk, after the state warps; v3: the load warps
+constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kKernelV4 = 4, kPrepKernel = 10;
+constexpr int kPrepWarps = 4;  // v2, v4: the warps preparing the next chunk, after the state warps; v3: the load warps
 constexpr int kPrepKernelThreads = 128;
 // Preparation CTAs per SM (their launch bounds), both forms: the one per q/k head keeps its
 // K K^T / Q K^T tiles in registers across its group's heads in 128 registers without spills (three
@@ -44,7 +47,7 @@ constexpr int kPrepCtasPerSm = 4;
 // Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
 // ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
 constexpr int warps_for(int block_v, int kernel = kKernelV1) {
-  return kernel == kKernelV2 || kernel == kKernelV3 ? block_v / kColsPerWarp + kPrepWarps
+  return kernel == kKernelV2 || kernel == kKernelV3 || kernel == kKernelV4 ? block_v / kColsPerWarp + kPrepWarps
                                                     : (block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4);
 }
 constexpr int v_row_elems(int block_v) { return block_v + 8; }
@@ -65,8 +68,10 @@ constexpr unsigned qk_offset(int row, int col) {
 // eu = rk e^(G - gam) (scales V_d into the state update), g (the decay before the cumsum).
 enum Scalar { kBeta, kGam, kRk, kRq, kEk, kEq, kEu, kG, kNumScalars };
 
-constexpr int stages_of(int kernel) { return kernel == kKernelV2 || kernel == kKernelV3 ? 3 : kernel == kPrepKernel ? 1 : 2; }
-constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 ? 3 : kernel == kKernelV2 ? 2 : 1; }
+constexpr int stages_of(int kernel) {
+  return kernel == kKernelV2 || kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kPrepKernel ? 1 : 2;
+}
+constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kKernelV2 ? 2 : 1; }
 constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G (padded)
 
 struct SmemLayout {
@@ -86,7 +91,8 @@ struct SmemLayout {
     int at = 0;
     q0 = at, at += stages * kQKTileBytes;
     k0 = at, at += stages * kQKTileBytes;
-    if (kernel == kKernelV3) {
+    const bool slots = kernel == kKernelV3 || kernel == kKernelV4;  // a buffer per stage, laid out as a slot
+    if (slots) {
       slot_stride = (2 * kHalfTileBytes + kScalarBytes + 1023) / 1024 * 1024;  // tiles stay 1 KiB aligned
       ag0 = at, pg0 = at + kHalfTileBytes, scalars0 = at + 2 * kHalfTileBytes;
       at += buffers * slot_stride;
@@ -98,7 +104,7 @@ struct SmemLayout {
     v0 = at, at += stages * v_stage;
     const bool inverts = kernel != kKernelV3;  // the scan of v3 reads A_g, it does not invert
     lt = at, at += inverts ? kChunk * kLtStride * 4 : 0;
-    if (kernel != kKernelV3) scalars0 = at, at += buffers * kScalarBytes;
+    if (!slots) scalars0 = at, at += buffers * kScalarBytes;
     bytes = at;
   }
   // Stage and buffer offsets by arithmetic (an array indexed by a run-time stage would live in
@@ -118,6 +124,14 @@ static_assert(SmemLayout(128, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA p
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
+static_assert(SmemLayout(128, kKernelV4).bytes <= 227 * 1024, "one v4 CTA per SM must fit at block_v 128");
+// v4's state warpgroups are v3's and read v3's offsets.
+constexpr bool same_scan_offsets(int bv) {
+  const SmemLayout a(bv, kKernelV3), b(bv, kKernelV4);
+  return a.q0 == b.q0 && a.k0 == b.k0 && a.ag0 == b.ag0 && a.pg0 == b.pg0 && a.scalars0 == b.scalars0 && a.v0 == b.v0 &&
+         a.v_stage == b.v_stage && a.slot_stride == b.slot_stride && b.lt >= a.bytes;
+}
+static_assert(same_scan_offsets(64) && same_scan_offsets(128), "v4 is v3's layout plus lt");
 static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
 static_assert(SmemLayout(64, kKernelV2).ag0 % 1024 == 0 && SmemLayout(64, kKernelV2).pg0 % 1024 == 0,
               "swizzled tiles are 1 KiB aligned");

@@ -1,0 +1,111 @@
+// Kernel v4, fused: v3's state warpgroups on wgmma and, in the same CTA, a preparation warpgroup
+// that does what v3's preparation kernel does, one chunk ahead, into the stage the state
+// warpgroups read next: no workspace, no slot written to memory and read back (v3 moves 18 KB per
+// chunk and value head through DRAM twice). v2's shape (prep warps one chunk ahead) with v3's
+// per-stage mbarriers and wgmma, and at block_v 128 one CTA per (value head, sequence), so a
+// chunk is prepared once. The roles:
+//   state warpgroups   wait for stage j % 3 to be full, advance the state through chunk j (the
+//                      same code as v3's scan), mark it empty
+//   prep warpgroup     copy chunk i + 1 in (q, k, v, gate) once stage (i + 1) % 3 is empty, wait
+//                      for chunk i, prepare it into stage i % 3 (scalars, q/k as f16, L and P_g,
+//                      the inverse in lt, A_g: chunk_prep.cuh), mark it full
+// The arithmetic is the preparation kernel's and the scan's, function for function, so v4 gives
+// v3's bits (GPU test). No context parallelism yet: a CTA walks its whole sequence.
+// Registers at block_v 128 (384 threads, 168 a lane at launch): the state warpgroups take 192
+// (spill-free, as in v3) and the preparation, with the loads, the remaining 120 (setmaxnreg):
+// ptxas spills 80 bytes there (at 104, 232; 184 / 128 spills 64). At block_v 64 (256 threads)
+// every warp has 236 and nothing spills.
+#pragma once
+
+#include <cuda/ptx>
+#include <cuda_pipeline.h>
+
+#include <cstdint>
+
+#include "common/gdn_math.cuh"
+#include "common/ptx/setmaxnreg.cuh"
+#include "prefill/op.h"
+#include "prefill/sm90/chunk_load.cuh"
+#include "prefill/sm90/chunk_prep.cuh"
+#include "prefill/sm90/cta_work.cuh"
+#include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/state_warpgroup.cuh"
+
+namespace gdn::sm90 {
+
+constexpr int kV4PrepBarrier = 1;  // named barrier id of the preparation warpgroup
+constexpr int kV4StateRegs = 192, kV4PrepRegs = 120;
+static_assert(2 * 128 * kV4StateRegs + 128 * kV4PrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
+
+// Returns once phase `phase` of the mbarrier at bar has completed.
+__device__ __forceinline__ void v4_wait(uint64_t* bar, int phase) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
+  }
+}
+
+template <class In, int BV>
+__global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
+    prefill_sm90_v4_kernel(const prefill::Args a, int v_blocks) {
+  static_assert(BV == 64 || BV == 128, "v4: one or two state warpgroups");
+  constexpr int kStateWarps = BV / kColsPerWarp, NP = kPrepWarps * 32;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  const int tid = int(threadIdx.x), warp = tid >> 5;
+  const CtaWork w = CtaWork::of(a, v_blocks, BV);
+  const int count = w.chunks;
+
+  // Per stage, full (the preparation's NP arrivals: the chunk is in and prepared) and empty (the
+  // state warpgroups' arrivals: consumed). Chunk j's phase of either barrier of stage j % 3 is j / 3.
+  __shared__ uint64_t full_bar[3], empty_bar[3];
+  if (tid == 0) {
+    for (int s = 0; s < 3; ++s) {
+      cuda::ptx::mbarrier_init(&full_bar[s], NP);
+      cuda::ptx::mbarrier_init(&empty_bar[s], kStateWarps * 32);
+    }
+  }
+  __syncthreads();
+
+  if (warp < kStateWarps) {
+    if constexpr (BV == 128) ptx::setmaxnreg_inc<kV4StateRegs>();
+    StateWarpgroup<In, BV> st;
+    st.lane = tid & 31;
+    st.lc = warp * kColsPerWarp;
+    st.load(initial_state(a, w.n, w.h), w.vcol0);
+    for (int j = 0; j < count; ++j) {
+      const int stage = j % 3;
+      v4_wait(&full_bar[stage], j / 3);
+      st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
+      cuda::ptx::mbarrier_arrive(&empty_bar[stage]);  // the stage is free for chunk j + 3
+    }
+    st.store(final_state(a, w.n, w.h), w.vcol0);
+  } else {
+    if constexpr (BV == 128) ptx::setmaxnreg_dec<kV4PrepRegs>();
+    const PrepGroup<NP, kV4PrepBarrier> prep{tid - kStateWarps * 32};
+    // Chunk i into stage i % 3 once the state warpgroups are done with chunk i - 3 there.
+    auto load = [&](int i) {
+      if (i >= 3) v4_wait(&empty_bar[i % 3], i / 3 - 1);
+      load_chunk<BV, kKernelV4, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, w.h, w.vcol0, prep.tid);
+    };
+    dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
+    if (count > 0) {
+      load(0);
+      next_gate = load_chunk_gate(a.gate, w.row0_of(0), w.rows_of(0), w.h, a.HV, next_gate, prep.tid);
+    }
+    __pipeline_commit();
+    for (int i = 0; i < count; ++i) {
+      const dev::GateIn gate = next_gate;
+      if (i + 1 < count) {
+        load(i + 1);
+        next_gate = load_chunk_gate(a.gate, w.row0_of(i + 1), w.rows_of(i + 1), w.h, a.HV, next_gate, prep.tid);
+      }
+      __pipeline_commit();
+      __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
+      prep.sync();               // ... for every prep thread's copies
+      prepare_chunk<In, BV, kKernelV4>(prep, smem, i % 3, i % 3, gate, a, w.rows_of(i));
+      // wgmma reads shared memory through the async proxy: this thread's stores first.
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+      cuda::ptx::mbarrier_arrive(&full_bar[i % 3]);  // chunk i is ready
+    }
+  }
+}
+
+}  // namespace gdn::sm90
