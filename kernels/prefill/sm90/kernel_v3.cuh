@@ -28,6 +28,7 @@
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/stage_barriers.cuh"
 #include "prefill/sm90/state_warp.cuh"
 #include "prefill/sm90/state_warpgroup.cuh"
 #include "prefill/sm90/workspace.h"
@@ -98,12 +99,6 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
 constexpr int kStateRegs = 208, kLoadRegs = 88;
 static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
-// Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity).
-__device__ __forceinline__ void wait_phase(uint64_t* bar, int phase) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
-  }
-}
-
 // kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
 // warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
 template <class In, int BV, bool kOut, bool kWg = false>
@@ -142,15 +137,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   const int count = w.c_end - c_begin;
 
   // Per stage, full (the load warps' NL arrivals: the chunk is in and converted) and empty (the
-  // state warps' arrivals: the chunk is consumed): each role waits only for what it needs, with no
-  // CTA barrier per chunk. Chunk j's phase of either barrier of stage j % 3 is j / 3.
-  __shared__ uint64_t full_bar[3], empty_bar[3];
-  if (tid == 0) {
-    for (int s = 0; s < 3; ++s) {
-      cuda::ptx::mbarrier_init(&full_bar[s], NL);
-      cuda::ptx::mbarrier_init(&empty_bar[s], kStateWarps * 32);
-    }
-  }
+  // state warps' arrivals): each role waits only for what it needs, with no CTA barrier per chunk.
+  __shared__ StageBarriers bars;
+  bars.init(tid, NL, kStateWarps * 32);
   __syncthreads();
 
   // The two roles in separate branches (ptxas allocates 215-217 registers instead of 229 for a
@@ -165,9 +154,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % 3;
-      wait_phase(&full_bar[stage], j / 3);
+      wait_phase(&bars.full[stage], j / 3);
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
-      cuda::ptx::mbarrier_arrive(&empty_bar[stage]);  // the stage is free for chunk j + 3
+      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
     }
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
@@ -181,7 +170,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {
-      if (i >= 3) wait_phase(&empty_bar[i % 3], i / 3 - 1);
+      if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
       load(i);
     };
     if (count > 0) produce(0);
@@ -196,7 +185,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       }
       // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
       if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-      cuda::ptx::mbarrier_arrive(&full_bar[i % 3]);  // chunk i is ready
+      cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
     }
   }
 }

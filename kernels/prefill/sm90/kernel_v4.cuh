@@ -29,6 +29,7 @@
 #include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/stage_barriers.cuh"
 #include "prefill/sm90/state_warpgroup.cuh"
 
 namespace gdn::sm90 {
@@ -36,12 +37,6 @@ namespace gdn::sm90 {
 constexpr int kV4PrepBarrier = 1;  // named barrier id of the preparation warpgroup
 constexpr int kV4StateRegs = 192, kV4PrepRegs = 120;
 static_assert(2 * 128 * kV4StateRegs + 128 * kV4PrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
-
-// Returns once phase `phase` of the mbarrier at bar has completed.
-__device__ __forceinline__ void v4_wait(uint64_t* bar, int phase) {
-  while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
-  }
-}
 
 template <class In, int BV>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
@@ -54,14 +49,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
   const int count = w.chunks;
 
   // Per stage, full (the preparation's NP arrivals: the chunk is in and prepared) and empty (the
-  // state warpgroups' arrivals: consumed). Chunk j's phase of either barrier of stage j % 3 is j / 3.
-  __shared__ uint64_t full_bar[3], empty_bar[3];
-  if (tid == 0) {
-    for (int s = 0; s < 3; ++s) {
-      cuda::ptx::mbarrier_init(&full_bar[s], NP);
-      cuda::ptx::mbarrier_init(&empty_bar[s], kStateWarps * 32);
-    }
-  }
+  // state warpgroups' arrivals).
+  __shared__ StageBarriers bars;
+  bars.init(tid, NP, kStateWarps * 32);
   __syncthreads();
 
   if (warp < kStateWarps) {
@@ -72,9 +62,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     st.load(initial_state(a, w.n, w.h), w.vcol0);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
-      v4_wait(&full_bar[stage], j / 3);
+      wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
-      cuda::ptx::mbarrier_arrive(&empty_bar[stage]);  // the stage is free for chunk j + 3
+      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
     }
     st.store(final_state(a, w.n, w.h), w.vcol0);
   } else {
@@ -82,7 +72,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     const PrepGroup<NP, kV4PrepBarrier> prep{tid - kStateWarps * 32};
     // Chunk i into stage i % 3 once the state warpgroups are done with chunk i - 3 there.
     auto load = [&](int i) {
-      if (i >= 3) v4_wait(&empty_bar[i % 3], i / 3 - 1);
+      if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
       load_chunk<BV, kKernelV4, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, w.h, w.vcol0, prep.tid);
     };
     dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
@@ -106,7 +96,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       prepare_chunk<In, BV, kKernelV4>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-      cuda::ptx::mbarrier_arrive(&full_bar[i % 3]);  // chunk i is ready
+      cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
     }
   }
 }

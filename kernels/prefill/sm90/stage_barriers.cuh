@@ -1,0 +1,30 @@
+// The per-stage mbarriers of the three-stage scan kernels (v3, v4): full (the producer's arrivals:
+// the chunk is in, prepared where the kernel prepares it) and empty (the state warps' arrivals:
+// the chunk is consumed). Chunk j's phase of either barrier of stage j % 3 is j / 3.
+#pragma once
+
+#include <cuda/ptx>
+
+#include <cstdint>
+
+namespace gdn::sm90 {
+
+struct StageBarriers {
+  uint64_t full[3], empty[3];
+  // Thread 0 initialises; the caller synchronises the CTA before any wait or arrival.
+  __device__ __forceinline__ void init(int tid, uint32_t producers, uint32_t consumers) {
+    if (tid == 0)
+      for (int s = 0; s < 3; ++s) {
+        cuda::ptx::mbarrier_init(&full[s], producers);
+        cuda::ptx::mbarrier_init(&empty[s], consumers);
+      }
+  }
+};
+
+// Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity).
+__device__ __forceinline__ void wait_phase(uint64_t* bar, int phase) {
+  while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
+  }
+}
+
+}  // namespace gdn::sm90
