@@ -89,31 +89,63 @@ __device__ __forceinline__ void chunk_gates(const Grp& grp, uint8_t* smem, int b
 // f16 on the way. Thread (row, q) reads at step c piece (2 q + row % 2 + c % 2) % 8 of half c / 2:
 // a 16-byte access is served eight lanes (two rows) at a time, and those eight hit eight different
 // bank groups (the halves are 8 KiB apart, on the same banks). The order of a sum does not matter
-// here. No barrier.
+// here. A thread's rows go two at a time, their eight pieces loaded before any is stored back (the
+// compiler cannot move a load above a store to the same tile: one round trip to shared memory per
+// piece was a third of the fused kernel's preparation, docs/notes/prefill-sm90.md), and with 128
+// threads the four lanes of a row take one of its four rows' square roots each, not one lane all
+// four. No barrier.
 template <class In, int BV, int Ver, class Grp>
 __device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int stage, int buf, const prefill::Args& a,
                                             int rows) {
   constexpr SmemLayout L(BV, Ver);
-  constexpr int NT = Grp::kThreads;
-  for (int e = grp.tid; e < 8 * kChunk; e += NT) {
-    const bool is_q = e >= 4 * kChunk;
-    const int row = (e >> 2) & (kChunk - 1), quarter = e & 3;
-    uint8_t* p = smem + (is_q ? L.q(stage) : L.k(stage)) + row * 128;
-    float ss[2] = {0.f, 0.f};
+  constexpr int NT = Grp::kThreads, kItems = 8 * kChunk;  // (row, quarter) items, k rows then q rows
+  static_assert(kItems % NT == 0, "whole passes over the rows");
+  constexpr int kPasses = kItems / NT, kBatch = kPasses >= 2 ? 2 : 1;
+  const int quarter = grp.tid & 3;
+  float sums[kPasses];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      uint8_t* piece = p + (c >> 1) * kHalfTileBytes + 16 * ((2 * quarter + (row & 1) + (c & 1)) & 7);
-      uint4 w = *reinterpret_cast<const uint4*>(piece);
-      sum_sq_to_f16<In>(w, ss);
-      if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(piece) = w;
+  for (int m0 = 0; m0 < kPasses; m0 += kBatch) {
+    uint8_t* piece[kBatch][4];
+    uint4 w[kBatch][4];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int e = grp.tid + (m0 + b) * NT;
+      const int row = (e >> 2) & (kChunk - 1);
+      uint8_t* p = smem + (e >= 4 * kChunk ? L.q(stage) : L.k(stage)) + row * 128;
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        piece[b][c] = p + (c >> 1) * kHalfTileBytes + 16 * ((2 * quarter + (row & 1) + (c & 1)) & 7);
+        w[b][c] = *reinterpret_cast<const uint4*>(piece[b][c]);
+      }
     }
-    float sum = ss[0] + ss[1];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (quarter == 0) {
-      const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
-      scalar_vec<BV, Ver>(smem, buf, is_q ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      float ss[2] = {0.f, 0.f};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        sum_sq_to_f16<In>(w[b][c], ss);
+        if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(piece[b][c]) = w[b][c];
+      }
+      float sum = ss[0] + ss[1];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      sums[m0 + b] = sum;  // the same in the row's four lanes
     }
+  }
+  auto store_norm = [&](int m, float sum) {
+    const int e = grp.tid + m * NT;
+    const int row = (e >> 2) & (kChunk - 1);
+    const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
+    scalar_vec<BV, Ver>(smem, buf, e >= 4 * kChunk ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+  };
+  if constexpr (kPasses == 4) {
+    // Lane `quarter` of a row's four takes pass `quarter`'s row.
+    const float mine = quarter == 0 ? sums[0] : quarter == 1 ? sums[1] : quarter == 2 ? sums[2] : sums[3];
+    store_norm(quarter, mine);
+  } else {
+#pragma unroll
+    for (int m = 0; m < kPasses; ++m)
+      if (quarter == 0) store_norm(m, sums[m]);
   }
 }
 
@@ -192,37 +224,50 @@ __device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, 
 template <bool IsQ, int RB, int BV, int Ver>
 __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale, const RowBlockAcc<RB>& acc) {
   constexpr SmemLayout L(BV, Ver);
+  constexpr int kTiles = 2 * RB + 2;
   const int g = lane >> 2, t = lane & 3;
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
   const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
   const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
   float* lt = reinterpret_cast<float*>(smem + L.lt);
+  // Every scalar this lane needs, loaded before the first store (the compiler cannot move a load
+  // above a store to shared memory): the column pairs' rk and gam, shared by both row halves.
+  float2 rj[kTiles], gj[kTiles];
+  float si[2], gi[2];
+#pragma unroll
+  for (int nt = 0; nt < kTiles; ++nt) {
+    rj[nt] = *reinterpret_cast<const float2*>(rk + 8 * nt + 2 * t);
+    gj[nt] = *reinterpret_cast<const float2*>(gam + 8 * nt + 2 * t);
+  }
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const int i = 16 * RB + g + 8 * hr;
-    const float si = IsQ ? scale * rq[i] : beta[i] * rk[i], gi = gam[i];
+    si[hr] = IsQ ? scale * rq[i] : beta[i] * rk[i];
+    gi[hr] = gam[i];
+  }
 #pragma unroll
-    for (int nt = 0; nt < 2 * RB + 2; ++nt) {
+  for (int hr = 0; hr < 2; ++hr) {
+    const int i = 16 * RB + g + 8 * hr;
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt) {
       const int j = 8 * nt + 2 * t;
-      const float2 rj = *reinterpret_cast<const float2*>(rk + j);
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
-      const float2 gj = *reinterpret_cast<const float2*>(gam + j);
+      const float v0 = si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
+      const float v1 = si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
       if constexpr (!IsQ) {
-        const float l0 = si * rj.x * exp_nonpos(gi - gj.x) * x0, l1 = si * rj.y * exp_nonpos(gi - gj.y) * x1;
-        lt[i * kLtStride + j] = j < i ? l0 : 0.f;
-        lt[i * kLtStride + j + 1] = j + 1 < i ? l1 : 0.f;
+        lt[i * kLtStride + j] = j < i ? v0 : 0.f;
+        lt[i * kLtStride + j + 1] = j + 1 < i ? v1 : 0.f;
       } else {
-        const float p0 = si * rj.x * exp_nonpos(gi - gj.x) * x0, p1 = si * rj.y * exp_nonpos(gi - gj.y) * x1;
         *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
-            pack_f16x2(j <= i ? p0 : 0.f, j + 1 <= i ? p1 : 0.f);
+            pack_f16x2(j <= i ? v0 : 0.f, j + 1 <= i ? v1 : 0.f);
       }
     }
     // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the
     // mma.sync kernels skip them).
     if constexpr (IsQ) {
 #pragma unroll
-      for (int nt = 2 * RB + 2; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
+      for (int nt = kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
     }
   }
 }
@@ -440,16 +485,23 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its beta pair
   // is loaded once, and the rows unroll into constant offsets.
+  // Eight rows' loads go before their stores (the compiler keeps every load below an earlier store).
   const int j = 2 * (grp.tid & 31), i0 = grp.warp();
   const float2 bj = *reinterpret_cast<const float2*>(beta + j);
+  constexpr int kRows = kChunk / Grp::kWarps, kBatch = kRows < 8 ? kRows : 8;
 #pragma unroll
-  for (int k = 0; k < kChunk / Grp::kWarps; ++k) {
-    const int i = i0 + k * Grp::kWarps;
-    // Above the diagonal lt holds stale values: computed, then selected away.
-    const float2 l = *reinterpret_cast<const float2*>(lt + i * kLtStride + j);
-    const float a0 = l.x * bj.x;
-    const float a1 = l.y * bj.y;
-    *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
+  for (int k0 = 0; k0 < kRows; k0 += kBatch) {
+    float2 l[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) l[k] = *reinterpret_cast<const float2*>(lt + (i0 + (k0 + k) * Grp::kWarps) * kLtStride + j);
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int i = i0 + (k0 + k) * Grp::kWarps;
+      // Above the diagonal lt holds stale values: computed, then selected away.
+      const float a0 = l[k].x * bj.x;
+      const float a1 = l[k].y * bj.y;
+      *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
+    }
   }
 }
 
