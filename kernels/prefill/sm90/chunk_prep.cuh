@@ -149,26 +149,29 @@ __device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int s
   }
 }
 
-// Warp 0: the cumsum of g (two tokens per lane, a shuffle scan across lanes) and the row scalings
-// from it and the norms, into buffer `buf`. No barrier.
+// The cumsum of g (two tokens per lane, a shuffle scan across lanes), done by every warp alike, and
+// the row scalings from it and the norms, each warp writing its share of the tokens (warp 0 alone
+// writing all 64 kept the others waiting at the next barrier), into buffer `buf`. No barrier.
 template <int BV, int Ver, class Grp>
 __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, int buf, const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
-  const int tid = grp.tid, lane = tid & 31;
+  constexpr int kLanesPerWarp = 32 / Grp::kWarps;  // lanes whose tokens a warp writes
+  static_assert(32 % Grp::kWarps == 0, "whole lane ranges per warp");
+  const int lane = grp.tid & 31;
   auto sv = [&](Scalar which) { return scalar_vec<BV, Ver>(smem, buf, which); };
-  if (tid < 32) {
-    const float* g = sv(kG);
-    const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
-    float incl = g0 + g1;
+  const float* g = sv(kG);
+  const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
+  float incl = g0 + g1;
 #pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const float y = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += y;
-    }
-    float excl = __shfl_up_sync(0xffffffffu, incl, 1);
-    if (lane == 0) excl = 0.f;
-    const float gam[2] = {excl + g0, excl + g0 + g1};
-    const float G = __shfl_sync(0xffffffffu, gam[1], 31);  // = gam at the last valid token (g = 0 past it)
+  for (int d = 1; d < 32; d <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += y;
+  }
+  float excl = __shfl_up_sync(0xffffffffu, incl, 1);
+  if (lane == 0) excl = 0.f;
+  const float gam[2] = {excl + g0, excl + g0 + g1};
+  const float G = __shfl_sync(0xffffffffu, gam[1], 31);  // = gam at the last valid token (g = 0 past it)
+  if (lane / kLanesPerWarp == grp.warp()) {
 #pragma unroll
     for (int s = 0; s < 2; ++s) {
       const int i = 2 * lane + s;
@@ -178,8 +181,8 @@ __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, in
       sv(kEq)[i] = a.scale * sv(kRq)[i] * e_gam;
       sv(kEu)[i] = i < rows ? sv(kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
     }
-    if (lane == 0) *reinterpret_cast<float*>(smem + L.exp_G(buf)) = exp_nonpos(G);
   }
+  if (grp.tid == 0) *reinterpret_cast<float*>(smem + L.exp_G(buf)) = exp_nonpos(G);
 }
 
 // Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "common/gdn_math.cuh"
+#include "common/ptx/opaque.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
@@ -79,15 +80,18 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
     dev::GateIn gate = gate_of_head(hk * group);
     for (int j = 0; j < group; ++j) {
       const int h = hk * group + j;
-      chunk_gates<0, kPrepKernel>(all, smem, 0, gate, a, rows);
+      // An opaque copy of the thread index per head: ptxas re-derives the addresses from it instead
+      // of holding them across the loop beside the products (16 bytes of spill otherwise).
+      const PrepGroup<NT, 0> fresh{ptx::opaque(tid)};
+      chunk_gates<0, kPrepKernel>(fresh, smem, 0, gate, a, rows);
       __syncthreads();
       if (j + 1 < group) gate = gate_of_head(h + 1);  // in flight while this head is prepared
-      chunk_scalings<0, kPrepKernel>(all, smem, 0, a, rows);
+      chunk_scalings<0, kPrepKernel>(fresh, smem, 0, a, rows);
       __syncthreads();
-      products_store<0, kPrepKernel>(all, smem, 0, a.scale, held);
+      products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
       __syncthreads();
-      invert_in_place(all, reinterpret_cast<float*>(smem + L.lt));
-      build_ag<In, 0, kPrepKernel>(all, smem, 0);
+      invert_in_place(fresh, reinterpret_cast<float*>(smem + L.lt));
+      build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
       __syncthreads();
       write_slot(smem, ws, slot, h, a.HV, tid);
       __syncthreads();  // the next head overwrites the tiles and scalars
