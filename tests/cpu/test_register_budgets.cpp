@@ -4,7 +4,6 @@
 // the resident warps its plan budgets for (step/plan.h), since those budgets are the kernels'
 // performance contract (docs/notes/decode-mtp.md), and must not spill beyond the few measured
 // spills plan.h lists (kKnownSpills).
-#include <cxxabi.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -18,69 +17,15 @@
 #include <string>
 #include <vector>
 
+#include "cpu/ptxas_report.h"
 #include "step/plan.h"
 
 namespace gdn {
 namespace {
 
-struct KernelUse {
-  std::string name;  // demangled
-  std::string arch;  // sm_90, ...
-  int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
-};
-
-std::string demangle(const std::string& mangled) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && d ? std::string(d.get()) : mangled;
-}
-
-// ptxas --resource-usage: "Compiling entry function 'NAME' for 'sm_XX'", then "N bytes stack
-// frame, S bytes spill stores, L bytes spill loads", then "Used R registers".
-std::vector<KernelUse> read_report(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<KernelUse> out;
-  const std::regex entry(R"(Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)')");
-  const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  const std::regex used(R"(Used (\d+) registers)");
-  std::smatch m;
-  for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, m, entry)) {
-      std::string arch = m[2];
-      if (arch.back() == 'a') arch.pop_back();  // sm_90a: the sm_90 budgets
-      out.push_back({demangle(m[1]), arch});
-    } else if (!out.empty() && std::regex_search(line, m, frame)) {
-      out.back().stack = std::stoi(m[1]), out.back().spill_stores = std::stoi(m[2]), out.back().spill_loads = std::stoi(m[3]);
-    } else if (!out.empty() && std::regex_search(line, m, used)) {
-      out.back().registers = std::stoi(m[1]);
-    }
-  }
-  return out;
-}
-
-// "void gdn::step::name<a, b<c, d>, e>(args)" -> name and {a, b<c, d>, e}.
-std::pair<std::string, std::vector<std::string>> split_template(const std::string& demangled) {
-  const std::size_t open = demangled.find('<');
-  std::string head = demangled.substr(0, open);
-  head = head.substr(head.rfind(':') == std::string::npos ? 0 : head.rfind(':') + 1);
-  std::vector<std::string> args;
-  int depth = 0;
-  std::string cur;
-  for (std::size_t i = open + 1; open != std::string::npos && i < demangled.size(); ++i) {
-    const char c = demangled[i];
-    if (c == '<') ++depth;
-    if (c == '>' && depth-- == 0) {
-      args.push_back(cur);
-      break;
-    }
-    if (c == ',' && depth == 0) {
-      args.push_back(cur), cur.clear();
-      continue;
-    }
-    if (!(c == ' ' && cur.empty())) cur += c;
-  }
-  return {head, args};
-}
+using test::KernelUse;
+using test::read_report;
+using test::split_template;
 
 // The plan a compiled kernel serves, from its template name and arguments.
 std::optional<step::Plan> plan_of(const std::string& name, const std::vector<std::string>& args, DType& state) {
