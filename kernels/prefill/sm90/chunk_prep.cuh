@@ -19,6 +19,8 @@
 // masked entries are selected away, never multiplied by zero.
 #pragma once
 
+#include <cuda/ptx>
+
 #include <cstdint>
 #include <type_traits>
 
@@ -27,6 +29,7 @@
 #include "common/ptx/ldmatrix.cuh"
 #include "common/ptx/mma_tf32.cuh"
 #include "common/ptx/named_barrier.cuh"
+#include "common/ptx/wgmma.cuh"
 #include "common/tf32_split.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
@@ -358,6 +361,56 @@ __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, in
   }
 }
 
+// L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
+// warpgroup (kernel v4): K K^T and Q K^T as two m64n64 products over the head dim's 8 k-steps, both
+// operands the stage's f16 tiles (K-major); warp w's accumulator is then row block w of each, the
+// m16n8 tiles of product_mma side by side, stored by product_store (the tiles above the diagonal
+// are computed and dropped). The same k-steps in the same order as mma.sync, so the same bits
+// (GPU test FusedV4GivesV3Bits). Q K^T runs while L is stored (block_v 64). The q/k tiles were
+// rewritten as f16 by the group's generic stores: each thread fences them to the async proxy, then
+// a group barrier. Ends without a barrier.
+template <int BV, int Ver, class Grp>
+__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+  static_assert(Grp::kWarps == 4, "one warpgroup");
+  constexpr SmemLayout L(BV, Ver);
+  const int lane = grp.tid & 31;
+  const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
+  auto k_major = [](uint32_t at) { return ptx::wgmma_smem_desc_sw128(at, 16, 1024); };
+  auto step = [](uint32_t tile, int kk) { return tile + half_of(kk) + 32u * uint32_t(kk & 3); };
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  grp.sync();
+  float kt[8][4], qt[8][4];
+  float(&kf)[32] = *reinterpret_cast<float(*)[32]>(&kt[0][0]);
+  float(&qf)[32] = *reinterpret_cast<float(*)[32]>(&qt[0][0]);
+  auto product = [&](float(&d)[32], uint32_t a_tile) {
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < kHeadDim / 16; ++kk) ptx::wgmma_m64n64k16_f32_f16_ss(d, k_major(step(a_tile, kk)), k_major(step(k_at, kk)), kk > 0);
+    ptx::wgmma_commit_group();
+  };
+  // Both in flight at once where the registers allow (block_v 64); at 128 the preparation's 120
+  // registers take one at a time.
+  constexpr bool kOverlap = BV != 128;
+  product(kf, k_at);
+  if constexpr (kOverlap) product(qf, q_at);
+  ptx::wgmma_wait_group<kOverlap ? 1 : 0>();
+  ptx::wgmma_fence_operands(kf);
+  auto store_rows = [&](auto is_q, float(&acc)[8][4]) {
+    constexpr bool Q = decltype(is_q)::value;
+    switch (grp.warp()) {
+      case 0: product_store<Q, 0, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<0>*>(&acc[0][0])); break;
+      case 1: product_store<Q, 1, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<1>*>(&acc[0][0])); break;
+      case 2: product_store<Q, 2, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<2>*>(&acc[0][0])); break;
+      default: product_store<Q, 3, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<3>*>(&acc[0][0])); break;
+    }
+  };
+  store_rows(std::false_type{}, kt);
+  if constexpr (!kOverlap) product(qf, q_at);
+  ptx::wgmma_wait_group<0>();
+  ptx::wgmma_fence_operands(qf);
+  store_rows(std::true_type{}, qt);
+}
+
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
 // are the column offsets read this way).
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
@@ -515,7 +568,8 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
   chunk_scalars<In, BV, Ver>(grp, smem, stage, buf, gate, a, rows);
-  chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
+  if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
+  else chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
   grp.sync();
   invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt));
   build_ag<In, BV, Ver>(grp, smem, buf);

@@ -7,10 +7,10 @@
 //   state warpgroups   wait for stage j % 3 to be full, advance the state through chunk j (the
 //                      same code as v3's scan), mark it empty
 //   prep warpgroup     copy chunk i + 1 in (q, k, v, gate) once stage (i + 1) % 3 is empty, wait
-//                      for chunk i, prepare it into stage i % 3 (scalars, q/k as f16, L and P_g,
-//                      the inverse in lt, A_g: chunk_prep.cuh), mark it full
-// The arithmetic is the preparation kernel's and the scan's, function for function, so v4 gives
-// v3's bits (GPU test). No context parallelism yet: a CTA walks its whole sequence. Measured
+//                      for chunk i, prepare it into stage i % 3 (scalars, q/k as f16, L and P_g
+//                      on wgmma, the inverse in lt, A_g: chunk_prep.cuh), mark it full
+// The arithmetic is the preparation kernel's and the scan's, step for step (the products' k-steps
+// on wgmma are mma.sync's), so v4 gives v3's bits (GPU test). No context parallelism yet: a CTA walks its whole sequence. Measured
 // 1.2-1.9x v3's time: the one preparation warpgroup sets the pace (docs/notes/prefill-sm90.md).
 // Registers at block_v 128 (384 threads, 168 a lane at launch): the state warpgroups take 192
 // and the preparation, with the loads, the remaining 120 (setmaxnreg); neither spills (184 / 128
