@@ -11,9 +11,12 @@
 #   decode        configs/decode.yaml: ours, then FLA and FlashInfer, tables with every peer
 #   mtp           configs/mtp.yaml, likewise
 #   prefill       configs/qwen35-prefill.yaml: ours, then FLA's chunk, FlashQLA and FlashInfer
-#                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads)
+#                 (OURS glob, default prefill/sm*; VERIFY_HEADS=2 verifies ours on two value heads;
+#                 a peer not installed is left out, so installing FlashInfer alone times ours
+#                 against it only). PREFILL_SET=sample (here and in peers-warm): the 27 points of
+#                 configs/qwen35-prefill-sample.yaml instead, reports named prefill-sample
 #   legacy        configs/legacy-sm75.yaml with FLA's fused_recurrent as the control
-#   peers-warm    the peers' first-call compiles for every point of configs/qwen35-prefill.yaml,
+#   peers-warm    the peers' first-call compiles for every point of the prefill step's config,
 #                 WARM_JOBS (9) processes per installed peer side by side, each a slice of the plan,
 #                 unverified, one sample: the compile caches below then spare the timed prefill
 #                 step its compiles (TileLang compiles 3-4 kernels of 20-60 s per head group). Its
@@ -35,6 +38,14 @@
 # replays a captured call, so it times the device work alone.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The prefill step's points and report name (PREFILL_SET=sample: a 27-point same-run check).
+if [ "${PREFILL_SET:-full}" = sample ]; then
+  PREFILL_CONFIG=configs/qwen35-prefill-sample.yaml PREFILL_NAME=prefill-sample
+elif [ "${PREFILL_SET:-full}" = full ]; then
+  PREFILL_CONFIG=configs/qwen35-prefill.yaml PREFILL_NAME=prefill
+else
+  echo "PREFILL_SET=$PREFILL_SET: full or sample"; exit 3
+fi
 BIN=${BIN:-.carry/gdn/bin}
 OUT_DIR=${OUT_DIR:-${OUT:-out}}
 PEER_SITE=${PEER_SITE:-/tmp/peers/site}
@@ -234,7 +245,7 @@ for step in "$@"; do
       echo "gpu tests: exit $?"; grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$OUT_DIR/gpu-tests.log" | sort | uniq -c | head -40
       ;;
     peers-install) peers_install ;;
-    peers-warm) warm "prefill" configs/qwen35-prefill.yaml "fla:fla/chunk flashqla: flashinfer:" ;;
+    peers-warm) warm "$PREFILL_NAME" "$PREFILL_CONFIG" "fla:fla/chunk flashqla: flashinfer:" ;;
     peers-cache)
       tar -C "$PEER_CACHE" --exclude=.unpacked -cJf "$OUT_DIR/peer-cache.tar.xz" . 2>/dev/null
       mb=$(( $(stat -c %s "$OUT_DIR/peer-cache.tar.xz") / 1048576 ))
@@ -251,12 +262,12 @@ for step in "$@"; do
     prefill)
       # VERIFY_HEADS=n verifies ours on n value heads per case (the fp64 reference of every head of
       # the 171 cells takes longer than a call); the points, and so the peers' plan, are the same.
-      config=configs/qwen35-prefill.yaml
+      config=$PREFILL_CONFIG
       if [ -n "${VERIFY_HEADS:-}" ]; then
-        config="$PEER_OUT/qwen35-prefill.verify$VERIFY_HEADS.yaml"
-        bash scripts/with-verify-heads.sh configs/qwen35-prefill.yaml "$VERIFY_HEADS" > "$config" || exit 3
+        config="$PEER_OUT/$PREFILL_NAME.verify$VERIFY_HEADS.yaml"
+        bash scripts/with-verify-heads.sh "$PREFILL_CONFIG" "$VERIFY_HEADS" > "$config" || exit 3
       fi
-      versus "prefill$suffix" "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
+      versus "$PREFILL_NAME$suffix" "$config" "${OURS:-prefill/sm*}" "fla:fla/chunk flashqla: flashinfer:" ;;
     *) echo "unknown step $step"; exit 3 ;;
   esac
 done
