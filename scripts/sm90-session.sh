@@ -6,7 +6,8 @@
 # Usage: scripts/sm90-session.sh [STEP...]   (default: tests edge prefill)
 #   tests    gpu_test_prefill_sm90 (edge cases for kernels v1 and v2, 1000 launches bit-identical,
 #            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
-#            prefill/sm90 cases of gpu_test_variants (the default kernel)
+#            prefill/sm90 cases of gpu_test_variants (the default kernel); TESTS_FILTER (a gtest
+#            filter, e.g. '*packed*:*f16merges*:*PackedSlot*:*Thousand*') runs a part of the first
 #   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
 #            KERNELS ("v3 v2 v1"; GDNBENCH_SM90_PLAN=kernel=..., so "v3,cp=2" forces a split too)
 #   ab       the kernels of AB_KERNELS ("v1 v2 v3", each "kernel=<it>"; "v3,cp=off" works too)
@@ -17,7 +18,8 @@
 #            16/32 1x32768); AB_SET=wide the many-head, many-sequence ones (16/64, 16/32, 8/32 at
 #            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768); AB_SET=gva3 the GVA-3 heads
 #            (16/48, 8/24 at 4096x8, 8192x4, 16384x2, 4096x2, 1x32768, 1x8192), for
-#            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head; the default at GVA >= 3 since the seventh session)
+#            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head; the default at GVA >= 3 since the seventh session);
+#            AB_KERNELS="v3 v3,slot=packed v3,merges=f16 v3,slot=packed,merges=f16" (the eighth session's overrides)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -53,7 +55,8 @@ for step in $steps; do
   case $step in
     tests)
       "$G" info | head -n 20
-      timeout --foreground -k 30 -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
+      timeout --foreground -k 30 -s INT "${TESTS_DEADLINE:-240}" "$BIN/gpu_test_prefill_sm90" --gtest_filter="${TESTS_FILTER:-*}" \
+        > "$OUT_DIR/gpu_test_prefill_sm90.log" 2>&1
       echo "gpu_test_prefill_sm90: exit $?"
       gtest_summary "$OUT_DIR/gpu_test_prefill_sm90.log"
       timeout --foreground -k 30 -s INT "${VARIANTS_DEADLINE:-120}" "$BIN/gpu_test_variants" --gtest_filter='*prefill_sm90*' > "$OUT_DIR/gpu_test_variants.sm90.log" 2>&1

@@ -41,7 +41,10 @@ TEST(HostPeak, MeasuredOncePerSize) {
 }
 
 // The decode shapes of configs/default.yaml that printed 172.9 % (kv B=32), 127 % (vk B=32) and
-// 142 % (TP2 B=8) on a 16-core H200 host.
+// 142 % (TP2 B=8) on a 16-core H200 host. None prints a figure above 100 %: each is below the peak
+// measured at its size, or, where its working set fits the host's caches (a 2-core development
+// host with 304 MiB of them measured 31-33 GB/s against a 30-31 GB/s in-place peak, 2026-11-26),
+// gets no figure and the note that says why.
 TEST(HostRoofline, DecodeCasesThatOnceExceededThePeakNowStayBelowIt) {
   const auto cfg = parse_config(R"(
 defaults: {op: decode, variant: decode/cpu, head_dim: 128, state_dtype: f32}
@@ -64,9 +67,13 @@ cases:
     EXPECT_EQ(r.timer, "host");
     EXPECT_EQ(r.peak.kind, "host_bandwidth");
     EXPECT_NE(r.peak.source.find("MiB after a cold flush"), std::string::npos) << r.peak.source;
-    EXPECT_TRUE(r.roofline_note.empty()) << r.roofline_note;
-    EXPECT_GT(r.roofline_pct, 0);
-    EXPECT_LE(r.roofline_pct, 100);
+    if (r.roofline_note.empty()) {
+      EXPECT_GT(r.roofline_pct, 0);
+      EXPECT_LE(r.roofline_pct, 100);
+    } else {
+      EXPECT_TRUE(std::isnan(r.roofline_pct)) << r.roofline_pct;
+      EXPECT_NE(r.roofline_note.find("fits in the host's caches"), std::string::npos) << r.roofline_note;
+    }
     EXPECT_EQ(r.timing.max_noise, 0.05) << "the host rule is the one recorded";
     EXPECT_EQ(r.timing.timeout_s, 1);
   }

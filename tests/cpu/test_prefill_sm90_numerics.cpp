@@ -10,7 +10,8 @@
 //     V''), o to its dtype; the error must stay well inside the op's tolerance (5e-3 relative
 //     L2) on the stress inputs. Rounding the operands to bf16 instead (FlashQLA) would not.
 //     The inverse is modelled in double: the kernel's (fp32 diagonal solves, off-diagonal block
-//     products in the three-product TF32 form, 2^-20 per product) is far below the f16 roundings.
+//     products in the three-product TF32 form, 2^-20 per product) is far below the f16 roundings;
+//     with merges=f16 its block products take f16 operands, which the model rounds likewise.
 // The model follows kernels/prefill/sm90/ (see docs/notes/prefill-sm90.md for the formulation).
 #include <gtest/gtest.h>
 
@@ -79,9 +80,15 @@ struct Model {
 // (I + L)^-1 for strictly lower L, by 16 x 16 blocks as the kernel does (invert_in_place): the
 // diagonal blocks by forward substitution, then doubling: the 32 x 32 halves
 // T_10 = -T_11 (L_10 T_00), T_32 = -T_33 (L_32 T_22), then the lower-left quarter
-// T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-Mat blocked_unit_lower_inverse(const Mat& L) {
+// T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]). With f16_merges every operand of those products
+// is rounded to f16 (the products in parentheses are kept in fp32 between the two), as the
+// kernel's m16n8k16 merges (merges=f16) do; without, the merges are exact (the default
+// three-product TF32 form, 2^-20 per product).
+Mat blocked_unit_lower_inverse(const Mat& L, bool f16_merges) {
   constexpr int B = 16, NB = kChunk / B;
+  auto op = [&](const Mat& m) -> Mat {
+    return f16_merges ? Mat(m.unaryExpr([](double x) { return double(f16_to_float(float_to_f16(float(x)))); })) : m;
+  };
   Mat T = Mat::Zero(kChunk, kChunk);
   for (int b = 0; b < NB; ++b)
     for (int c = 0; c < B; ++c) {
@@ -92,11 +99,13 @@ Mat blocked_unit_lower_inverse(const Mat& L) {
         T(b * B + i, b * B + c) = x;
       }
     }
-  for (int b = 0; b < NB; b += 2)
-    T.block((b + 1) * B, b * B, B, B) =
-        -T.block((b + 1) * B, (b + 1) * B, B, B) * (L.block((b + 1) * B, b * B, B, B) * T.block(b * B, b * B, B, B));
+  for (int b = 0; b < NB; b += 2) {
+    const Mat M = op(L.block((b + 1) * B, b * B, B, B)) * op(T.block(b * B, b * B, B, B));
+    T.block((b + 1) * B, b * B, B, B) = -op(T.block((b + 1) * B, (b + 1) * B, B, B)) * op(M);
+  }
   const int H = kChunk / 2;
-  T.block(H, 0, H, H) = -T.block(H, H, H, H) * (L.block(H, 0, H, H) * T.block(0, 0, H, H));
+  const Mat M = op(L.block(H, 0, H, H)) * op(T.block(0, 0, H, H));
+  T.block(H, 0, H, H) = -op(T.block(H, H, H, H)) * op(M);
   return T;
 }
 
@@ -139,9 +148,13 @@ Mat hierarchical_f16_inverse(const Mat& L_in) {
   return T;
 }
 
+// The chunk inverse a model runs: the kernel's 16 x 16 blocks with its default merges (three-product
+// TF32: exact in the model), the same with f16 merges (override merges=f16), or FlashInfer's.
+enum class Inverse { tf32_merges, f16_merges, hierarchical_f16 };
+
 // Model of the kernel over the whole batch: o [T, HV, V] and ht [N, HV, (layout)] in double,
-// o already rounded to its dtype in the rounding modes.
-ref::PrefillResult run_model(const Shape& s, const TensorSet& in, Rounding mode, bool f16_inverse = false) {
+// o already rounded to its dtype in the rounding modes. In exact mode the merges are exact too.
+ref::PrefillResult run_model(const Shape& s, const TensorSet& in, Rounding mode, Inverse inverse = Inverse::tf32_merges) {
   const Model m{s, in, mode};
   const int K = s.dk, V = s.dv, HV = s.h_v, group = s.h_v / s.h_qk;
   const int64_t N = int64_t(s.seqlens.size()), T = s.total_tokens();
@@ -192,7 +205,9 @@ ref::PrefillResult run_model(const Shape& s, const TensorSet& in, Rounding mode,
         for (int i = 0; i < kChunk; ++i)
           for (int j = 0; j < i; ++j)
             L(i, j) = std::exp(gam[size_t(i)] - gam[size_t(j)]) * beta[size_t(i)] * rk[size_t(i)] * rk[size_t(j)] * KK(i, j);
-        const Mat Tinv = f16_inverse ? hierarchical_f16_inverse(L) : blocked_unit_lower_inverse(L);
+        const Mat Tinv = inverse == Inverse::hierarchical_f16
+                             ? hierarchical_f16_inverse(L)
+                             : blocked_unit_lower_inverse(L, inverse == Inverse::f16_merges && mode != Rounding::exact);
         for (int i = 0; i < kChunk; ++i)
           for (int j = 0; j <= i; ++j) {
             const double decay = std::exp(gam[size_t(i)] - gam[size_t(j)]);  // exponent <= 0
@@ -233,10 +248,10 @@ double rel_l2(const std::vector<double>& x, const std::vector<double>& ref) {
   for (size_t i = 0; i < x.size(); ++i) num += (x[i] - ref[i]) * (x[i] - ref[i]), den += ref[i] * ref[i];
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
-Errors model_errors(const Shape& s, Rounding mode, uint64_t seed = 11, bool f16_inverse = false) {
+Errors model_errors(const Shape& s, Rounding mode, uint64_t seed = 11, Inverse inverse = Inverse::tf32_merges) {
   HostProblem p(s, seed);
   const auto ref = ref::prefill_recurrent(s, p.inputs());
-  const auto got = run_model(s, p.inputs(), mode, f16_inverse);
+  const auto got = run_model(s, p.inputs(), mode, inverse);
   return {rel_l2(got.o, ref.o), rel_l2(got.ht, ref.ht)};
 }
 
@@ -333,12 +348,28 @@ TEST(Sm90Precision, F16OperandsStayInsideTheBudget) {
 TEST(Sm90Precision, F16HierarchicalInverseStaysInsideTheBudget) {
   for (const auto& pc : precision_cases()) {
     const Errors ours = model_errors(pc.shape, Rounding::f16);
-    const Errors alone = model_errors(pc.shape, Rounding::exact, 11, true);
-    const Errors both = model_errors(pc.shape, Rounding::f16, 11, true);
+    const Errors alone = model_errors(pc.shape, Rounding::exact, 11, Inverse::hierarchical_f16);
+    const Errors both = model_errors(pc.shape, Rounding::f16, 11, Inverse::hierarchical_f16);
     std::printf("%-16s f16 operands: o %.3g ht %.3g | f16 inverse alone: o %.3g ht %.3g | both: o %.3g ht %.3g\n",
                 pc.label, ours.o, ours.ht, alone.o, alone.ht, both.o, both.ht);
     EXPECT_LT(both.o, kBudget) << pc.label;
     EXPECT_LT(both.ht, kBudget) << pc.label;
+  }
+}
+
+// The inverse's merges on f16 operands (one m16n8k16 per 16 x 16 block product, fp32 accumulation
+// and results) in place of the three-product TF32 form: every stress input inside the budget, and
+// within 5 % of the error with exact merges (which F16OperandsStayInsideTheBudget measured before).
+TEST(Sm90Precision, F16MergesStayInsideTheBudget) {
+  for (const auto& pc : precision_cases()) {
+    const Errors f16 = model_errors(pc.shape, Rounding::f16, 11, Inverse::f16_merges);
+    const Errors wide = model_errors(pc.shape, Rounding::f16);
+    std::printf("%-16s f16 merges: o %.4g ht %.4g | exact merges: o %.4g ht %.4g\n", pc.label, f16.o, f16.ht, wide.o,
+                wide.ht);
+    EXPECT_LT(f16.o, kBudget) << pc.label;
+    EXPECT_LT(f16.ht, kBudget) << pc.label;
+    EXPECT_LT(f16.o, 1.05 * wide.o) << pc.label;
+    EXPECT_LT(f16.ht, 1.05 * wide.ht) << pc.label;
   }
 }
 

@@ -422,6 +422,38 @@ TEST(Sm90Plan, FusedV4Override) {
   EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
 }
 
+// The packed slot and the f16 merges: kernel v3 only, override only (never chosen until a GPU has
+// measured them), each key replacing its field alone; the plan line says which.
+TEST(Sm90Plan, PackedSlotAndF16MergesOverrides) {
+  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
+  const Plan chosen = sm90::choose(many, 132);
+  EXPECT_FALSE(chosen.packed_slot);
+  EXPECT_FALSE(chosen.f16_merges);
+  const Plan packed = sm90::apply_override(chosen, "slot=packed");
+  EXPECT_TRUE(packed.packed_slot);
+  EXPECT_FALSE(packed.f16_merges);
+  EXPECT_EQ(packed.block_v, chosen.block_v);
+  EXPECT_FALSE(packed == chosen);
+  EXPECT_FALSE(sm90::apply_override(packed, "slot=full").packed_slot);
+  const Plan both = sm90::apply_override(chosen, "merges=f16,slot=packed,prep=group");
+  EXPECT_TRUE(both.packed_slot && both.f16_merges && both.prep_group);
+  EXPECT_FALSE(sm90::apply_override(both, "merges=tf32").f16_merges);
+  const std::string line = both.describe(many, 132);
+  EXPECT_TRUE(test::contains(line, "merges on f16 operands")) << line;
+  // 32768 tokens, 8 sequences: 520 slots x 32 heads of 10112 bytes.
+  EXPECT_TRUE(test::contains(line, "160.5 MiB workspace of packed slots")) << line;
+  for (const char* bad : {"slot=half", "merges=bf16", "kernel=v1,slot=packed", "kernel=v4,merges=f16", "kernel=v2,slot=packed"})
+    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
+  EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,merges=f16");
+    const Plan p = sm90::plan_for(many, 132);
+    EXPECT_TRUE(p.packed_slot && p.f16_merges);
+    EXPECT_EQ(p.block_v, chosen.block_v);
+    EXPECT_EQ(p.prep_group, chosen.prep_group);
+  }
+}
+
 // Few long sequences over many value heads split at block_v 128 (two state warpgroups), the
 // transition pass at 64. H200 (docs/notes/prefill-sm90.md, "The split re-measured"), ms: 16/32
 // 1x32768 1.300 unsplit at block_v 32 -> 1.014; 8/32 1.181 -> 0.896; 32/32 1.297 -> 1.024. The
@@ -517,6 +549,8 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
   EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
   EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
+  EXPECT_TRUE(test::contains(v3, "merges in three-product TF32")) << v3;
+  EXPECT_TRUE(test::contains(v3, "of full slots")) << v3;
   const std::string wg = sm90::apply_override(sm90::choose(Batch::of(s), 132, sm90::kKernelV3), "block_v=64,mma=wgmma")
                              .describe(Batch::of(s), 132);
   EXPECT_TRUE(test::contains(wg, "wgmma (the state warps one warpgroup), f16 operands")) << wg;
@@ -539,8 +573,45 @@ TEST(Sm90Workspace, SlotsOfSequencesAreDisjointAndBounded) {
     }
     EXPECT_LE(next_free, sm90::slot_count(T, int64_t(lens.size())));
   }
-  EXPECT_EQ(sm90::kSlotBytes, 2 * 8192 + sm90::kScalarBytes);
-  EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32), int64_t(513) * 32 * sm90::kSlotBytes);
+  EXPECT_EQ(sm90::slot_bytes(false), 2 * 8192 + sm90::kScalarBytes);
+  EXPECT_EQ(sm90::slot_bytes(true), 10112);  // 625 pieces of 16 bytes, 128-byte aligned
+  for (const bool packed : {false, true})
+    EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32, packed), int64_t(513) * 32 * sm90::slot_bytes(packed));
+  // G beside e^G in both forms: in the scalars' tail (full), in the last piece (packed).
+  EXPECT_EQ(sm90::slot_g_offset(false), sm90::kSlotScalars + sm90::kNumScalars * 256 + 4);
+  EXPECT_EQ(sm90::slot_g_offset(true), 16 * sm90::kSlotGPiece + 4);
+}
+
+// A packed slot's pieces (workspace.h) land on every piece on or left of the diagonal of both tiles
+// once, on none right of it (those are zeros the scan keeps), on the scan's three vectors and on
+// e^G, G.
+TEST(Sm90Workspace, PackedSlotPiecesCoverTheLowerTrianglesAndTheScanVectors) {
+  std::vector<int> hits(2 * 512, 0);
+  std::vector<int> scalar_offsets;
+  for (int e = 0; e < sm90::kPackedSlotPieces; ++e) {
+    const sm90::SlotPiece at = sm90::slot_piece(e);
+    ASSERT_GE(at.offset, 0) << e;
+    ASSERT_EQ(at.offset % 16, 0) << e;
+    if (at.part == 2) {
+      scalar_offsets.push_back(at.offset);
+      continue;
+    }
+    ASSERT_LT(at.offset, sm90::kHalfTileBytes) << e;
+    const int row = at.offset / 128, physical = (at.offset % 128) / 16, piece = (physical ^ row) & 7;
+    EXPECT_LE(piece, row / 8) << "piece " << e << " is right of the diagonal";
+    // swizzle128 places element (row, 8 piece) at the same offset.
+    EXPECT_EQ(unsigned(at.offset), sm90::swizzle128(row, 8 * piece)) << e;
+    ++hits[at.part * 512 + row * 8 + piece];
+  }
+  for (int part = 0; part < 2; ++part)
+    for (int row = 0; row < 64; ++row)
+      for (int piece = 0; piece < 8; ++piece)
+        EXPECT_EQ(hits[part * 512 + row * 8 + piece], piece <= row / 8 ? 1 : 0) << part << " " << row << " " << piece;
+  ASSERT_EQ(scalar_offsets.size(), size_t(3 * 16 + 1));
+  for (int i = 0; i < 48; ++i) EXPECT_EQ(scalar_offsets[size_t(i)], int(sm90::kEk) * 256 + 16 * i);
+  EXPECT_EQ(scalar_offsets.back(), sm90::kNumScalars * 256);  // e^G, then G
+  EXPECT_EQ(sm90::slot_piece(sm90::kSlotGPiece).offset, sm90::kNumScalars * 256);
+  EXPECT_LE(16 * sm90::kPackedSlotPieces, sm90::kPackedSlotBytes);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 //   inverse   (I + L_g)^-1 = Gam * (I + L)^-1 in place (FlashQLA's identity, gdn-math.md 3.3,
 //             read the other way: the gate goes in before the inverse, so A_g needs no
 //             exponentials of its own): 16 x 16 diagonal blocks by forward substitution in
-//             fp32, then the off-diagonal blocks column by column on tensor cores (TF32, three
-//             products per step: fp32 accuracy)
+//             fp32, then the off-diagonal blocks by doubling on tensor cores (TF32, three
+//             products per step: fp32 accuracy; or on f16 operands, kF16Merges)
 //   A_g       (I + L_g)^-1 * diag(beta) (f16)
 // Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
 // each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
@@ -185,7 +185,9 @@ __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, in
       sv(kEu)[i] = i < rows ? sv(kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
     }
   }
-  if (grp.tid == 0) *reinterpret_cast<float*>(smem + L.exp_G(buf)) = exp_nonpos(G);
+  // e^G for the state's decay, and G itself beside it (kernel v3's slot carries both: the
+  // transition pass's warm-up sums G).
+  if (grp.tid == 0) *reinterpret_cast<float2*>(smem + L.exp_G(buf)) = make_float2(exp_nonpos(G), G);
 }
 
 // Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
@@ -416,24 +418,40 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 // acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
-// lda), B 16 x 8 (the 8 columns at b, row stride ldb). Two TF32 k-steps of m16n8k8, each operand
-// split into big + rest and multiplied as big big + big rest + rest big (the rest products first),
-// 2^-20 relative per product: as accurate as the fp32 FMAs it replaces, on tensor cores.
+// lda), B 16 x 8 (the 8 columns at b, row stride ldb), on tensor cores.
+//   kF16 false (the default): two TF32 k-steps of m16n8k8, each operand split into big + rest and
+//     multiplied as big big + big rest + rest big (the rest products first), 2^-20 relative per
+//     product: as accurate as the fp32 FMAs it replaces.
+//   kF16 true (override merges=f16; not yet run on a GPU): one m16n8k16 on f16 operands with fp32
+//     accumulation (fragments.cuh): one MMA instead of six dependent ones and no operand splits.
+//     The host model keeps every stress input within 5 % of the error of exact merges
+//     (tests/cpu/test_prefill_sm90_numerics.cpp, F16MergesStayInsideTheBudget).
+template <bool kF16 = false>
 __device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
   const int g = lane >> 2, t = lane & 3;
+  if constexpr (kF16) {
+    const float2 a0 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t);
+    const float2 a1 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t);
+    const float2 a2 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t + 8);
+    const float2 a3 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t + 8);
+    const uint32_t af[4] = {pack_f16x2(a0.x, a0.y), pack_f16x2(a1.x, a1.y), pack_f16x2(a2.x, a2.y), pack_f16x2(a3.x, a3.y)};
+    const float* bg = b + g;
+    mma(acc, af, pack_f16x2(bg[2 * t * ldb], bg[(2 * t + 1) * ldb]), pack_f16x2(bg[(2 * t + 8) * ldb], bg[(2 * t + 9) * ldb]));
+  } else {
 #pragma unroll
-  for (int kk = 0; kk < 2; ++kk) {
-    const float av[4] = {a[g * lda + 8 * kk + t], a[(g + 8) * lda + 8 * kk + t], a[g * lda + 8 * kk + t + 4],
-                         a[(g + 8) * lda + 8 * kk + t + 4]};
-    const float bv[2] = {b[(8 * kk + t) * ldb + g], b[(8 * kk + t + 4) * ldb + g]};
-    uint32_t a_big[4], a_rest[4], b_big[2], b_rest[2];
+    for (int kk = 0; kk < 2; ++kk) {
+      const float av[4] = {a[g * lda + 8 * kk + t], a[(g + 8) * lda + 8 * kk + t], a[g * lda + 8 * kk + t + 4],
+                           a[(g + 8) * lda + 8 * kk + t + 4]};
+      const float bv[2] = {b[(8 * kk + t) * ldb + g], b[(8 * kk + t + 4) * ldb + g]};
+      uint32_t a_big[4], a_rest[4], b_big[2], b_rest[2];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) dev::split_tf32(av[e], a_big[e], a_rest[e]);
+      for (int e = 0; e < 4; ++e) dev::split_tf32(av[e], a_big[e], a_rest[e]);
 #pragma unroll
-    for (int e = 0; e < 2; ++e) dev::split_tf32(bv[e], b_big[e], b_rest[e]);
-    ptx::mma_m16n8k8_tf32(acc, a_rest, b_big);
-    ptx::mma_m16n8k8_tf32(acc, a_big, b_rest);
-    ptx::mma_m16n8k8_tf32(acc, a_big, b_big);
+      for (int e = 0; e < 2; ++e) dev::split_tf32(bv[e], b_big[e], b_rest[e]);
+      ptx::mma_m16n8k8_tf32(acc, a_rest, b_big);
+      ptx::mma_m16n8k8_tf32(acc, a_big, b_rest);
+      ptx::mma_m16n8k8_tf32(acc, a_big, b_big);
+    }
   }
 }
 
@@ -456,12 +474,12 @@ __device__ __forceinline__ float* lt_block(float* lt, int r, int c, int h = 0) {
 //   1. The diagonal blocks T_ii = (I + L_ii)^-1 by forward substitution, one warp each.
 //   2. Doubling: the 32 x 32 halves, T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22); then
 //      the lower-left quarter, T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-// Each product on tensor cores in the three-product TF32 form (block_product: fp32 accuracy and
-// range); a warp's task is 8-column halves of output blocks, three block products per warp in
+// Each product on tensor cores (block_product: the three-product TF32 form, or f16 operands with
+// kF16 true); a warp's task is 8-column halves of output blocks, three block products per warp in
 // each step of the quarter, and the products in parentheses go to the scratch blocks above the
 // diagonal. Four barriers after the diagonal blocks (the block-column order took six, with half
 // the warps idle in its first steps).
-template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
+template <bool kF16 = false, class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
   static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
@@ -496,13 +514,13 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   // scratch block (2b, 2b + 1), then T = -T M.
   if (warp < 4) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
+    block_product<kF16>(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
     store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, acc, 1.f, lane);
   }
   grp.sync();
   if (warp < 4) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
+    block_product<kF16>(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
     store_tile(lt_block(lt, 2 * b + 1, 2 * b, h), kLtStride, acc, -1.f, lane);
   }
   grp.sync();
@@ -511,9 +529,9 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   if (warp < 4) {
     const int r = 2 + b;
     float m0[4] = {0.f, 0.f, 0.f, 0.f}, m1[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
-    block_product(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
-    block_product(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+    block_product<kF16>(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
+    block_product<kF16>(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
+    block_product<kF16>(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
     store_tile(lt_block(lt, r - 2, 2, h), kLtStride, m0, 1.f, lane);
     store_tile(lt_block(lt, r - 2, 3, h), kLtStride, m1, 1.f, lane);
   }
@@ -523,9 +541,9 @@ template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& 
   if (warp < 4) {
     const int c = b;
     float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
+    block_product<kF16>(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product<kF16>(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product<kF16>(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
     store_tile(lt_block(lt, 2, c, h), kLtStride, t2, -1.f, lane);
     store_tile(lt_block(lt, 3, c, h), kLtStride, t3, -1.f, lane);
   }
@@ -562,8 +580,9 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T, the inverse, A_g. Ends without a barrier after A_g.
-template <class In, int BV, int Ver, class Grp>
+// `buf`: scalars, K K^T and Q K^T, the inverse (its merges on f16 operands with kF16Merges), A_g.
+// Ends without a barrier after A_g.
+template <class In, int BV, int Ver, bool kF16Merges = false, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
@@ -571,7 +590,7 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt));
+  invert_in_place<kF16Merges>(grp, reinterpret_cast<float*>(smem + L.lt));
   build_ag<In, BV, Ver>(grp, smem, buf);
 }
 

@@ -37,18 +37,45 @@ namespace gdn::sm90 {
 
 constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 
-// Workspace slot `slot` of value head h into stage `stage`: the stage's buffer is the slot as it
-// lies in the workspace, so this is one contiguous copy.
-template <int BV, int NT>
+// Workspace slot `slot` of value head h into stage `stage` (workspace.h). Full: the stage's buffer
+// is the slot as it lies in the workspace, one contiguous copy. Packed: each piece to where it lies
+// in the buffer; the tiles' pieces right of the diagonal are not in the slot and stay the zeros
+// zero_tiles wrote.
+template <int BV, int NT, bool kPacked>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
-  static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a slot");
-  const uint8_t* in = ws + slot_offset(slot, h, HV) + 16 * tid;
-  const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
+  static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a full slot");
+  if constexpr (kPacked) {
+    const uint8_t* in = ws + slot_offset(slot, h, HV, true);
+    const uint32_t buf = smem_u32(smem) + L.ag(stage);
 #pragma unroll
-  for (int m = 0; m < (kSlotBytes / 16 + NT - 1) / NT; ++m)
-    if (m * NT + tid < kSlotBytes / 16) ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
+    for (int m = 0; m < (kPackedSlotPieces + NT - 1) / NT; ++m) {
+      const int e = m * NT + tid;
+      if (e < kPackedSlotPieces) {
+        const SlotPiece at = slot_piece(e);
+        ptx::cp_async_16_zfill(buf + uint32_t(at.part * kHalfTileBytes + at.offset), in + 16 * e, true);
+      }
+    }
+  } else {
+    const uint8_t* in = ws + slot_offset(slot, h, HV, false) + 16 * tid;
+    const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
+#pragma unroll
+    for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)
+      if (m * NT + tid < kFullSlotBytes / 16) ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
+  }
+}
+
+// Every stage's A_g and P_g tiles zeroed (packed slots bring only their lower pieces), by all
+// `threads` threads; the caller's CTA barrier follows. Fenced to the async proxy, which wgmma
+// reads through.
+template <int BV> __device__ __forceinline__ void zero_tiles(uint8_t* smem, int tid, int threads) {
+  constexpr SmemLayout L(BV, kKernelV3);
+  for (int e = tid; e < 3 * 2 * kHalfTileBytes / 16; e += threads) {
+    const int stage = e / (2 * kHalfTileBytes / 16), at = 16 * (e % (2 * kHalfTileBytes / 16));
+    *reinterpret_cast<uint4*>(smem + L.ag(stage) + at) = make_uint4(0u, 0u, 0u, 0u);
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 }
 
 // bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside
@@ -69,15 +96,16 @@ template <class In, int BV, int NT> __device__ __forceinline__ void qk_to_f16(ui
 
 // The transition pass's warm-up start (segments.h): the latest chunk c0 of [c_begin, c_end) with
 // sum_{c >= c0} G_c <= kWarmupLogDecay, or -1 (take the whole segment and M). One warp, 32
-// chunks per step from the end; G_c is the chunk's gam at its last token (all chunks of a
-// segment but a sequence's last are full).
+// chunks per step from the end; G_c is the chunk's total log decay, gam at its last token (beside
+// e^G in the slot; all chunks of a segment but a sequence's last are full).
+template <bool kPacked>
 __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, int c_begin, int c_end, int h, int HV, int lane) {
   float total = 0.f;
   for (int top = c_end - 1; top >= c_begin; top -= 32) {
     const int c = top - lane;
     float G = 0.f;
     if (c >= c_begin)
-      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV) + kSlotScalars + (kGam * kChunk + kChunk - 1) * 4);
+      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV, kPacked) + slot_g_offset(kPacked));
     // Inclusive suffix sum from the segment's end: lane i holds sum over chunks top - i .. top.
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -101,7 +129,8 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 
 // kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
 // warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
-template <class In, int BV, bool kOut, bool kWg = false>
+// kPacked: the workspace's slots are packed (workspace.h).
+template <class In, int BV, bool kOut, bool kWg = false, bool kPacked = false>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
   static_assert(BV == 32 || BV == 64 || (BV == 128 && kWg), "v3: block_v 32 or 64, or 128 on wgmma (setmaxnreg)");
@@ -122,7 +151,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   if constexpr (!kOut) {
     __shared__ int warm_start;
     if (warp == 0) {
-      const int c0 = a.l2norm ? warmup_start(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
+      const int c0 = a.l2norm ? warmup_start<kPacked>(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
       if (tid == 0) {
         warm_start = c0;
         if (w.vcol0 == 0) cp.warm[w.slot * a.HV + w.h] = c0 >= 0;
@@ -140,6 +169,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   // state warps' arrivals): each role waits only for what it needs, with no CTA barrier per chunk.
   __shared__ StageBarriers bars;
   bars.init(tid, NL, kStateWarps * 32);
+  if constexpr (kPacked) zero_tiles<BV>(smem, tid, int(blockDim.x));
   __syncthreads();
 
   // The two roles in separate branches (ptxas allocates 215-217 registers instead of 229 for a
@@ -166,7 +196,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       const int c = c_begin + i;
       load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
       load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-      load_slot<BV, NL>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+      load_slot<BV, NL, kPacked>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {

@@ -1,8 +1,8 @@
 // The launch plan of prefill/sm90 as data: kernel version, chunk size, value columns per CTA
 // (block_v), warps, grid and shared memory for a call. Host code (C++17, no CUDA), so tests check
 // it without a GPU and every report records it (Variant::plan). GDNBENCH_SM90_PLAN (e.g.
-// "kernel=v1", "block_v=64", "kernel=v3,block_v=32") replaces the chosen kernel and block_v for an
-// A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
+// "kernel=v1", "block_v=64", "kernel=v3,block_v=32", "slot=packed") replaces fields of the chosen
+// plan for an A/B in one binary. Reasons: docs/notes/prefill-sm90.md.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +42,11 @@ struct Plan {
   // v3: the preparation kernel as one CTA per (slot, q/k head), the GVA group's value heads in
   // turn (prep_kernel.cuh), instead of one per (slot, value head).
   bool prep_group = false;
+  // v3, override only until a GPU has measured them (docs/notes/prefill-sm90.md): the packed
+  // workspace slot (workspace.h: the tiles' lower pieces and the scan's vectors, 10112 bytes
+  // instead of 18448), and the inverse's merges on f16 operands (chunk_prep.cuh block_product).
+  bool packed_slot = false;
+  bool f16_merges = false;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -54,7 +59,8 @@ struct Plan {
   std::string describe(const Batch& b, int sm_count) const;
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
-           (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group;
+           (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
+           packed_slot == o.packed_slot && f16_merges == o.f16_merges;
   }
 };
 
@@ -81,8 +87,8 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 // 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
-// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group (0 / -1
-// where not given);
+// cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
+// slot=full|packed, merges=tf32|f16 (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -90,6 +96,8 @@ struct Override {
   int cp_block_v = 0;
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
+  int packed_slot = -1;  // slot=packed (1) or slot=full (0); -1 when not given
+  int f16_merges = -1;   // merges=f16 (1) or merges=tf32 (0); -1 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

@@ -8,6 +8,9 @@
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
 // same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
+// kPacked: the packed slot (workspace.h; override slot=packed). kF16Merges: the inverse's merges on
+// f16 operands (chunk_prep.cuh block_product; override merges=f16). Neither is chosen by the plan
+// until a GPU has measured them.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -25,22 +28,32 @@
 
 namespace gdn::sm90 {
 
-// The slot of value head h: A_g and P_g as they lie in shared memory, then the scalars (16-byte
-// pieces).
+// The slot of value head h (workspace.h). Full: A_g and P_g as they lie in shared memory, then the
+// scalars. Packed: A_g's and P_g's pieces on or left of the diagonal, the scan's vectors and e^G,
+// G, piece by piece from where they lie.
+template <bool kPacked>
 __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
-  uint8_t* out = ws + slot_offset(slot, h, HV);
-  for (int e = tid; e < kSlotBytes / 16; e += NT) {
-    const int at = 16 * e;
-    const uint8_t* src = at < kSlotPg    ? smem + L.ag(0) + at
-                         : at < kSlotScalars ? smem + L.pg(0) + (at - kSlotPg)
-                                             : smem + L.scalars(0) + (at - kSlotScalars);
-    *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+  uint8_t* out = ws + slot_offset(slot, h, HV, kPacked);
+  if constexpr (kPacked) {
+    for (int e = tid; e < kPackedSlotPieces; e += NT) {
+      const SlotPiece at = slot_piece(e);
+      const uint8_t* src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
+      *reinterpret_cast<uint4*>(out + 16 * e) = *reinterpret_cast<const uint4*>(src);
+    }
+  } else {
+    for (int e = tid; e < kFullSlotBytes / 16; e += NT) {
+      const int at = 16 * e;
+      const uint8_t* src = at < kSlotPg        ? smem + L.ag(0) + at
+                           : at < kSlotScalars ? smem + L.pg(0) + (at - kSlotPg)
+                                               : smem + L.scalars(0) + (at - kSlotScalars);
+      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+    }
   }
 }
 
-template <class In, bool kGroup = false>
+template <class In, bool kGroup = false, bool kPacked = false, bool kF16Merges = false>
 __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
@@ -66,9 +79,9 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
     const dev::GateIn gate = gate_of_head(h);
     __pipeline_wait_prior(0);
     __syncthreads();
-    prepare_chunk<In, 0, kPrepKernel>(all, smem, 0, 0, gate, a, rows);
+    prepare_chunk<In, 0, kPrepKernel, kF16Merges>(all, smem, 0, 0, gate, a, rows);
     __syncthreads();
-    write_slot(smem, ws, slot, h, a.HV, tid);
+    write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
   } else {
     __pipeline_wait_prior(0);
     __syncthreads();
@@ -90,10 +103,10 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
       __syncthreads();
       products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
       __syncthreads();
-      invert_in_place(fresh, reinterpret_cast<float*>(smem + L.lt));
+      invert_in_place<kF16Merges>(fresh, reinterpret_cast<float*>(smem + L.lt));
       build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
       __syncthreads();
-      write_slot(smem, ws, slot, h, a.HV, tid);
+      write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
       __syncthreads();  // the next head overwrites the tiles and scalars
     }
   }

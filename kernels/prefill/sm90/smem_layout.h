@@ -15,9 +15,9 @@
 // (the state warps read chunk c, the prep warps chunk c + 1, chunk c + 2 is copied in), B = 2.
 // Kernel v3, two kernels: the preparation kernel (one chunk per CTA: S = B = 1, no v; L, the
 // inverse's scratch and P_g are written over q and k once the products are in registers) writes A_g,
-// P_g and the scalars of every chunk to a workspace (workspace.h); the scan kernel copies them
-// in with q, k and v, so a stage holds all of them (S = B = 3, one index), a buffer is a slot as
-// it lies in the workspace (one contiguous copy), and there is no lt.
+// P_g's lower pieces and the scan's scalars of every chunk to a workspace slot (workspace.h); the
+// scan kernel copies them in with q, k and v, so a stage holds all of them (S = B = 3, one index),
+// a buffer is where a slot's pieces go, and there is no lt.
 // Kernel v4 (fused: a preparation warpgroup prepares chunk c + 1 into its stage while the state
 // warpgroups advance chunk c): v3's scan layout, offset for offset (the state warpgroups read it
 // as v3's), then lt, the inverse's scratch.
@@ -72,12 +72,12 @@ constexpr int stages_of(int kernel) {
   return kernel == kKernelV2 || kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kPrepKernel ? 1 : 2;
 }
 constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kKernelV2 ? 2 : 1; }
-constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G (padded)
+constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G and G (padded)
 
 struct SmemLayout {
   int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, scalars0 = 0, bytes = 0;
   int stages = 2, buffers = 1;
-  int slot_stride = 0;  // v3: one buffer is [A_g | P_g | scalars], a workspace slot as it lies in memory
+  int slot_stride = 0;  // v3: one buffer is [A_g | P_g | scalars], where a workspace slot's pieces go (workspace.h)
   constexpr explicit SmemLayout(int block_v, int kernel = kKernelV1)
       : stages(stages_of(kernel)), buffers(prep_buffers_of(kernel)) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers

@@ -1,9 +1,19 @@
 // The workspace of kernel v3 (host and device, C++17, no CUDA): the preparation kernel writes, for
-// every (chunk, value head), one slot that the scan kernel copies back into shared memory byte for
-// byte (tiles stay in the 128-byte swizzle, so neither side rearranges them):
-//   [0, 8 KiB)        A_g = Gam * A_r * diag(beta), f16 [64][64], swizzled
-//   [8 KiB, 16 KiB)   P_g = scale Gam * (Q^ K^T), f16 [64][64], swizzled
-//   [16 KiB, +2064)   the chunk's per-token vectors and e^G (smem_layout.h enum Scalar)
+// every (chunk, value head), one slot of what the scan reads, and the scan copies it back into
+// shared memory in 16-byte pieces (the tiles keep their 128-byte swizzle in shared memory, so
+// neither side rearranges elements). Two forms (Plan::packed_slot):
+// full (the default), the buffer as it lies in shared memory, 18448 bytes:
+//   [0, 8 KiB)          A_g = Gam * A_r * diag(beta), f16 [64][64], swizzled
+//   [8 KiB, 16 KiB)     P_g = scale Gam * (Q^ K^T), f16 [64][64], swizzled
+//   [16 KiB, +2064)     the chunk's per-token vectors, e^G and G (smem_layout.h enum Scalar)
+// packed (override slot=packed; not yet run on a GPU), what the scan reads, 10112 bytes:
+//   pieces [0, 288)     A_g: only the pieces on or left of the diagonal (row r's pieces 0 .. r / 8),
+//                       by piece column, then row
+//   pieces [288, 576)   P_g, the same way
+//   pieces [576, 624)   the vectors the scan reads: ek, eq, eu
+//   piece 624           e^G, then G (the chunk's total log decay: the transition pass's warm-up)
+//   The pieces right of the diagonal are zeros and never travel (the scan zeroes them once per
+//   stage), nor do the vectors only the preparation uses: 45 % fewer bytes through DRAM, twice.
 // Slots are numbered without a prefix sum over the batch: chunk c of sequence n is slot
 // floor(bos_n / 64) + n + c. Sequence n has ceil(len_n / 64) chunks and
 // floor(bos_{n+1} / 64) + n + 1 >= floor(bos_n / 64) + floor(len_n / 64) + n + 1 >= slot of its
@@ -19,17 +29,58 @@
 
 namespace gdn::sm90 {
 
+// The full slot: the shared-memory buffer byte for byte.
 constexpr int kSlotAg = 0, kSlotPg = kHalfTileBytes, kSlotScalars = 2 * kHalfTileBytes;
-constexpr int kSlotBytes = kSlotScalars + kScalarBytes;
-static_assert(kSlotBytes % 16 == 0, "slots are copied in 16-byte pieces");
+constexpr int kFullSlotBytes = kSlotScalars + kScalarBytes;
+static_assert(kFullSlotBytes % 16 == 0, "slots are copied in 16-byte pieces");
+
+// The packed slot. Pieces of one triangle: piece column p (16-bit columns 8 p .. 8 p + 7) is
+// present in rows 8 p .. 63, so the columns hold 64, 56, .. 8 pieces.
+constexpr int kTrianglePieces = 8 * (8 + 7 + 6 + 5 + 4 + 3 + 2 + 1);
+constexpr int kSlotVectors = 3;  // ek, eq, eu
+constexpr int kPackedSlotPieces = 2 * kTrianglePieces + kSlotVectors * kChunk * 4 / 16 + 1;
+constexpr int kSlotGPiece = kPackedSlotPieces - 1;  // e^G, G
+// Packed slots 128-byte aligned (whole L2 lines); the pad is never read or written.
+constexpr int kPackedSlotBytes = (16 * kPackedSlotPieces + 127) / 128 * 128;
+static_assert(kTrianglePieces == 288 && kPackedSlotPieces == 625, "the packed slot's pieces");
+
+GDN_HD constexpr int slot_bytes(bool packed) { return packed ? kPackedSlotBytes : kFullSlotBytes; }
+// Byte offset of G (the chunk's total log decay) in a slot: beside e^G, in both forms.
+GDN_HD constexpr int slot_g_offset(bool packed) {
+  return (packed ? 16 * kSlotGPiece : kSlotScalars + kNumScalars * kChunk * 4) + 4;
+}
+
+// First piece of piece column p in a triangle: sum over q < p of (64 - 8 q).
+GDN_HD constexpr int triangle_column_start(int p) { return 64 * p - 4 * p * (p - 1); }
+
+// Where piece e of a packed slot lies in a buffer: part 0 the A_g tile, 1 the P_g tile, 2 the
+// scalars; offset the byte offset inside that part (swizzled for the tiles: logical piece p of row
+// r at piece (p ^ r) % 8 of the row's 128 bytes).
+struct SlotPiece {
+  int part, offset;
+};
+GDN_HD constexpr SlotPiece slot_piece(int e) {
+  if (e < 2 * kTrianglePieces) {
+    const int part = e < kTrianglePieces ? 0 : 1, t = e - part * kTrianglePieces;
+    int p = 0;
+    for (int q = 1; q < 8; ++q) p += t >= triangle_column_start(q) ? 1 : 0;
+    const int r = 8 * p + (t - triangle_column_start(p));
+    return {part, r * 128 + ((p ^ r) & 7) * 16};
+  }
+  if (e < kSlotGPiece) return {2, int(kEk) * kChunk * 4 + 16 * (e - 2 * kTrianglePieces)};
+  return {2, kNumScalars * kChunk * 4};
+}
+static_assert(kEk + 1 == kEq && kEq + 1 == kEu, "ek, eq, eu adjacent, copied as one run");
 
 // First slot of the sequence starting at packed row bos (the sequence's index n).
 GDN_HD int64_t first_slot(int64_t bos, int64_t n) { return bos / kChunk + n; }
 // Slots of a batch of T packed tokens in N sequences.
 GDN_HD int64_t slot_count(int64_t T, int64_t N) { return T / kChunk + N; }
 // Byte offset of (slot, value head h) in the workspace.
-GDN_HD int64_t slot_offset(int64_t slot, int h, int HV) { return (slot * HV + h) * int64_t(kSlotBytes); }
+GDN_HD int64_t slot_offset(int64_t slot, int h, int HV, bool packed) { return (slot * HV + h) * int64_t(slot_bytes(packed)); }
 // Workspace bytes of a call (slots x value heads).
-GDN_HD int64_t workspace_bytes(int64_t T, int64_t N, int HV) { return slot_count(T, N) * HV * int64_t(kSlotBytes); }
+GDN_HD int64_t workspace_bytes(int64_t T, int64_t N, int HV, bool packed) {
+  return slot_count(T, N) * HV * int64_t(slot_bytes(packed));
+}
 
 }  // namespace gdn::sm90
