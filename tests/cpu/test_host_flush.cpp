@@ -110,14 +110,17 @@ TEST(HostCacheFlush, EvictsWhatAnotherCoresPrivateCacheHolds) {
 }
 
 // A buffer four times the private L2 and at most half the last-level cache: read hot it comes
-// from the LLC, after the flush from memory.
+// from the LLC, after the flush from memory. Slower by 1.3x at least: a mesh LLC is far from a
+// core's own caches (this development host, a 2-core Xeon VM with 300 MiB of L3, chases 8 MiB at
+// 70-85 ns a line hot and 125 ns from memory, 1.4-1.8x; it failed the 2x this test first asked
+// two runs in five), and a flush that evicted nothing would read 1.0x.
 TEST(HostCacheFlush, EvictsTheLastLevelCache) {
   const uint64_t llc = query_host().llc_bytes, bytes = 4 * std::max<uint64_t>(l2_bytes(), uint64_t(512) << 10);
   if (llc < 2 * bytes) GTEST_SKIP() << "the LLC (" << (llc >> 20) << " MiB) is not larger than the private caches";
   HostWorkers workers;
   HostCacheFlush flush(workers, query_host().cache_bytes);
-  const auto t = chase_on_last_cpu(bytes, flush, 2);
-  EXPECT_GT(t.cold, 2 * t.hot) << (bytes >> 20) << " MiB: hot " << t.hot * 1e3 << " ms, cold " << t.cold * 1e3 << " ms";
+  const auto t = chase_on_last_cpu(bytes, flush, 1.3);
+  EXPECT_GT(t.cold, 1.3 * t.hot) << (bytes >> 20) << " MiB: hot " << t.hot * 1e3 << " ms, cold " << t.cold * 1e3 << " ms";
 }
 
 // The overwrite used where no cache-line flush exists evicts too.
