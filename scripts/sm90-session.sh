@@ -7,7 +7,7 @@
 #   tests    gpu_test_prefill_sm90 (edge cases for kernels v1 and v2, 1000 launches bit-identical,
 #            v2 bit-identical to v1, batch invariance, graph capture, offsets past 2^31) and the
 #            prefill/sm90 cases of gpu_test_variants (the default kernel); TESTS_FILTER (a gtest
-#            filter, e.g. '*packed*:*f16merges*:*PackedSlot*:*Thousand*') runs a part of the first
+#            filter, e.g. '*packed*:*inverse*:*PackedSlot*:*Thousand*') runs a part of the first
 #   edge     gdnbench verify configs/prefill-edge.yaml, prefill/sm90 only, for each kernel of
 #            KERNELS ("v3 v2 v1"; GDNBENCH_SM90_PLAN=kernel=..., so "v3,cp=2" forces a split too)
 #   ab       the kernels of AB_KERNELS ("v1 v2 v3", each "kernel=<it>"; "v3,cp=off" works too)
@@ -19,7 +19,8 @@
 #            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768); AB_SET=gva3 the GVA-3 heads
 #            (16/48, 8/24 at 4096x8, 8192x4, 16384x2, 4096x2, 1x32768, 1x8192), for
 #            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head; the default at GVA >= 3 since the seventh session);
-#            AB_KERNELS="v3 v3,slot=packed v3,merges=f16 v3,slot=packed,merges=f16" (the eighth session's overrides)
+#            AB_KERNELS="v3 v3,slot=packed v3,inverse=f16 v3,inverse=hier v3,slot=packed,inverse=hier" (the
+#            eighth session's overrides)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed

@@ -11,7 +11,7 @@
 //     L2) on the stress inputs. Rounding the operands to bf16 instead (FlashQLA) would not.
 //     The inverse is modelled in double: the kernel's (fp32 diagonal solves, off-diagonal block
 //     products in the three-product TF32 form, 2^-20 per product) is far below the f16 roundings;
-//     with merges=f16 its block products take f16 operands, which the model rounds likewise.
+//     with inverse=f16 or hier its block products take f16 operands, which the model rounds likewise.
 // The model follows kernels/prefill/sm90/ (see docs/notes/prefill-sm90.md for the formulation).
 #include <gtest/gtest.h>
 
@@ -77,35 +77,32 @@ struct Model {
   }
 };
 
-// (I + L)^-1 for strictly lower L, by 16 x 16 blocks as the kernel does (invert_in_place): the
-// diagonal blocks by forward substitution, then doubling: the 32 x 32 halves
-// T_10 = -T_11 (L_10 T_00), T_32 = -T_33 (L_32 T_22), then the lower-left quarter
-// T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]). With f16_merges every operand of those products
-// is rounded to f16 (the products in parentheses are kept in fp32 between the two), as the
-// kernel's m16n8k16 merges (merges=f16) do; without, the merges are exact (the default
-// three-product TF32 form, 2^-20 per product).
-Mat blocked_unit_lower_inverse(const Mat& L, bool f16_merges) {
-  constexpr int B = 16, NB = kChunk / B;
+// (I + L)^-1 for strictly lower L as the kernel computes it (invert_in_place): the diagonal blocks
+// of `diag` rows exactly (16: forward substitution; 8: the hier form's eliminations, both fp32 in
+// the kernel), then doubling up to 64: per level, every pair of diagonal blocks merged as
+// T_10 = -T_11 (L_10 T_00) (at 16 -> 32: T_10 and T_32; at 32 -> 64 the lower-left quarter). With
+// f16_merges every operand of those products is rounded to f16 (the product in parentheses kept in
+// fp32 between the two), as the kernel's m16n8k16 merges (inverse=f16, inverse=hier) do; without,
+// the merges are exact (the default three-product TF32 form, 2^-20 per product).
+Mat blocked_unit_lower_inverse(const Mat& L, bool f16_merges, int diag = 16) {
   auto op = [&](const Mat& m) -> Mat {
     return f16_merges ? Mat(m.unaryExpr([](double x) { return double(f16_to_float(float_to_f16(float(x)))); })) : m;
   };
   Mat T = Mat::Zero(kChunk, kChunk);
-  for (int b = 0; b < NB; ++b)
-    for (int c = 0; c < B; ++c) {
-      T(b * B + c, b * B + c) = 1;
-      for (int i = c + 1; i < B; ++i) {
+  for (int b = 0; b < kChunk / diag; ++b)
+    for (int c = 0; c < diag; ++c) {
+      T(b * diag + c, b * diag + c) = 1;
+      for (int i = c + 1; i < diag; ++i) {
         double x = 0;
-        for (int j = c; j < i; ++j) x -= L(b * B + i, b * B + j) * T(b * B + j, b * B + c);
-        T(b * B + i, b * B + c) = x;
+        for (int j = c; j < i; ++j) x -= L(b * diag + i, b * diag + j) * T(b * diag + j, b * diag + c);
+        T(b * diag + i, b * diag + c) = x;
       }
     }
-  for (int b = 0; b < NB; b += 2) {
-    const Mat M = op(L.block((b + 1) * B, b * B, B, B)) * op(T.block(b * B, b * B, B, B));
-    T.block((b + 1) * B, b * B, B, B) = -op(T.block((b + 1) * B, (b + 1) * B, B, B)) * op(M);
-  }
-  const int H = kChunk / 2;
-  const Mat M = op(L.block(H, 0, H, H)) * op(T.block(0, 0, H, H));
-  T.block(H, 0, H, H) = -op(T.block(H, H, H, H)) * op(M);
+  for (int n = diag; n < kChunk; n *= 2)
+    for (int b = 0; b < kChunk; b += 2 * n) {
+      const Mat M = op(L.block(b + n, b, n, n)) * op(T.block(b, b, n, n));
+      T.block(b + n, b, n, n) = -op(T.block(b + n, b + n, n, n)) * op(M);
+    }
   return T;
 }
 
@@ -148,9 +145,10 @@ Mat hierarchical_f16_inverse(const Mat& L_in) {
   return T;
 }
 
-// The chunk inverse a model runs: the kernel's 16 x 16 blocks with its default merges (three-product
-// TF32: exact in the model), the same with f16 merges (override merges=f16), or FlashInfer's.
-enum class Inverse { tf32_merges, f16_merges, hierarchical_f16 };
+// The chunk inverse a model runs: the kernel's default (16 x 16 diagonal blocks, three-product TF32
+// merges: exact in the model), inverse=f16 (the same blocks, f16 merges), inverse=hier (8 x 8
+// diagonal blocks, every merge level on f16 operands), or FlashInfer's.
+enum class Inverse { tf32_merges, f16_merges, hier8, hierarchical_f16 };
 
 // Model of the kernel over the whole batch: o [T, HV, V] and ht [N, HV, (layout)] in double,
 // o already rounded to its dtype in the rounding modes. In exact mode the merges are exact too.
@@ -207,7 +205,8 @@ ref::PrefillResult run_model(const Shape& s, const TensorSet& in, Rounding mode,
             L(i, j) = std::exp(gam[size_t(i)] - gam[size_t(j)]) * beta[size_t(i)] * rk[size_t(i)] * rk[size_t(j)] * KK(i, j);
         const Mat Tinv = inverse == Inverse::hierarchical_f16
                              ? hierarchical_f16_inverse(L)
-                             : blocked_unit_lower_inverse(L, inverse == Inverse::f16_merges && mode != Rounding::exact);
+                             : blocked_unit_lower_inverse(L, inverse != Inverse::tf32_merges && mode != Rounding::exact,
+                                                          inverse == Inverse::hier8 ? 8 : 16);
         for (int i = 0; i < kChunk; ++i)
           for (int j = 0; j <= i; ++j) {
             const double decay = std::exp(gam[size_t(i)] - gam[size_t(j)]);  // exponent <= 0
@@ -358,18 +357,28 @@ TEST(Sm90Precision, F16HierarchicalInverseStaysInsideTheBudget) {
 }
 
 // The inverse's merges on f16 operands (one m16n8k16 per 16 x 16 block product, fp32 accumulation
-// and results) in place of the three-product TF32 form: every stress input inside the budget, and
-// within 5 % of the error with exact merges (which F16OperandsStayInsideTheBudget measured before).
+// and results; inverse=f16), and the same with 8 x 8 diagonal eliminations and one more f16 merge
+// level (inverse=hier), in place of the three-product TF32 merges: every stress input inside the
+// budget, and within 10 % of the error with exact merges (the default, which
+// F16OperandsStayInsideTheBudget measures; seed 11: f16 merges at most +2.8 % (beta_one ht), hier
+// +7.7 % (positive_keys ht 5.3e-4 -> 5.7e-4), both five times under the budget). The algebra of
+// the hier form first: exact in exact mode.
 TEST(Sm90Precision, F16MergesStayInsideTheBudget) {
+  const Errors exact = model_errors(prefill({130, 64, 1, 77}, 1, 3), Rounding::exact, 11, Inverse::hier8);
+  EXPECT_LT(exact.o, 1e-10);
+  EXPECT_LT(exact.ht, 1e-10);
   for (const auto& pc : precision_cases()) {
-    const Errors f16 = model_errors(pc.shape, Rounding::f16, 11, Inverse::f16_merges);
     const Errors wide = model_errors(pc.shape, Rounding::f16);
-    std::printf("%-16s f16 merges: o %.4g ht %.4g | exact merges: o %.4g ht %.4g\n", pc.label, f16.o, f16.ht, wide.o,
-                wide.ht);
-    EXPECT_LT(f16.o, kBudget) << pc.label;
-    EXPECT_LT(f16.ht, kBudget) << pc.label;
-    EXPECT_LT(f16.o, 1.05 * wide.o) << pc.label;
-    EXPECT_LT(f16.ht, 1.05 * wide.ht) << pc.label;
+    const Errors f16 = model_errors(pc.shape, Rounding::f16, 11, Inverse::f16_merges);
+    const Errors hier = model_errors(pc.shape, Rounding::f16, 11, Inverse::hier8);
+    std::printf("%-16s exact merges: o %.4g ht %.4g | f16 merges: o %.4g ht %.4g | hier: o %.4g ht %.4g\n", pc.label,
+                wide.o, wide.ht, f16.o, f16.ht, hier.o, hier.ht);
+    for (const Errors& e : {f16, hier}) {
+      EXPECT_LT(e.o, kBudget) << pc.label;
+      EXPECT_LT(e.ht, kBudget) << pc.label;
+      EXPECT_LT(e.o, 1.10 * wide.o) << pc.label;
+      EXPECT_LT(e.ht, 1.10 * wide.ht) << pc.label;
+    }
   }
 }
 

@@ -422,33 +422,39 @@ TEST(Sm90Plan, FusedV4Override) {
   EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
 }
 
-// The packed slot and the f16 merges: kernel v3 only, override only (never chosen until a GPU has
-// measured them), each key replacing its field alone; the plan line says which.
-TEST(Sm90Plan, PackedSlotAndF16MergesOverrides) {
+// The packed slot and the inverse's forms: kernel v3 only, override only (never chosen until a GPU
+// has measured them), each key replacing its field alone; the plan line says which.
+TEST(Sm90Plan, PackedSlotAndInverseOverrides) {
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
   const Plan chosen = sm90::choose(many, 132);
   EXPECT_FALSE(chosen.packed_slot);
-  EXPECT_FALSE(chosen.f16_merges);
+  EXPECT_EQ(chosen.inverse, sm90::kInverseTf32);
   const Plan packed = sm90::apply_override(chosen, "slot=packed");
   EXPECT_TRUE(packed.packed_slot);
-  EXPECT_FALSE(packed.f16_merges);
+  EXPECT_EQ(packed.inverse, sm90::kInverseTf32);
   EXPECT_EQ(packed.block_v, chosen.block_v);
   EXPECT_FALSE(packed == chosen);
   EXPECT_FALSE(sm90::apply_override(packed, "slot=full").packed_slot);
-  const Plan both = sm90::apply_override(chosen, "merges=f16,slot=packed,prep=group");
-  EXPECT_TRUE(both.packed_slot && both.f16_merges && both.prep_group);
-  EXPECT_FALSE(sm90::apply_override(both, "merges=tf32").f16_merges);
+  const Plan both = sm90::apply_override(chosen, "inverse=f16,slot=packed,prep=group");
+  EXPECT_TRUE(both.packed_slot && both.prep_group);
+  EXPECT_EQ(both.inverse, sm90::kInverseF16);
+  EXPECT_EQ(sm90::apply_override(both, "inverse=tf32").inverse, sm90::kInverseTf32);
+  EXPECT_EQ(sm90::apply_override(both, "inverse=hier").inverse, sm90::kInverseHier);
+  EXPECT_TRUE(test::contains(sm90::apply_override(both, "inverse=hier").describe(many, 132),
+                             "the inverse by 8 x 8 eliminations and f16 merges"));
   const std::string line = both.describe(many, 132);
-  EXPECT_TRUE(test::contains(line, "merges on f16 operands")) << line;
+  EXPECT_TRUE(test::contains(line, "the inverse by 16 x 16 solves and f16 merges")) << line;
   // 32768 tokens, 8 sequences: 520 slots x 32 heads of 10112 bytes.
   EXPECT_TRUE(test::contains(line, "160.5 MiB workspace of packed slots")) << line;
-  for (const char* bad : {"slot=half", "merges=bf16", "kernel=v1,slot=packed", "kernel=v4,merges=f16", "kernel=v2,slot=packed"})
+  for (const char* bad : {"slot=half", "inverse=bf16", "merges=f16", "kernel=v1,slot=packed", "kernel=v4,inverse=f16",
+                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed"})
     EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
   EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
   {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,merges=f16");
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,inverse=hier");
     const Plan p = sm90::plan_for(many, 132);
-    EXPECT_TRUE(p.packed_slot && p.f16_merges);
+    EXPECT_TRUE(p.packed_slot);
+    EXPECT_EQ(p.inverse, sm90::kInverseHier);
     EXPECT_EQ(p.block_v, chosen.block_v);
     EXPECT_EQ(p.prep_group, chosen.prep_group);
   }
@@ -549,7 +555,7 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
   EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
   EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
-  EXPECT_TRUE(test::contains(v3, "merges in three-product TF32")) << v3;
+  EXPECT_TRUE(test::contains(v3, "the inverse by 16 x 16 solves and three-product TF32 merges")) << v3;
   EXPECT_TRUE(test::contains(v3, "of full slots")) << v3;
   const std::string wg = sm90::apply_override(sm90::choose(Batch::of(s), 132, sm90::kKernelV3), "block_v=64,mma=wgmma")
                              .describe(Batch::of(s), 132);

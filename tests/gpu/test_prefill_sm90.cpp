@@ -89,13 +89,14 @@ std::vector<Case> cases() {
   // v3 at block_v 64 on mma.sync (the default there is wgmma), and on wgmma split (a case's own
   // block_v=32 runs mma.sync); v3 split at block_v 128 (two state warpgroups, the plan's choice
   // for few long sequences).
-  // The packed slot and the f16 merges (override only) on the same cases: packed with every scan
-  // form (block_v 32 / 64 on mma.sync, 64 and 128 on wgmma, the transition pass at 32 and 64),
-  // f16 merges with both preparation forms.
+  // The packed slot and the inverse's forms (override only) on the same cases: packed with every
+  // scan form (block_v 32 / 64 on mma.sync, 64 and 128 on wgmma, the transition pass at 32 and 64),
+  // each inverse form with both preparation forms.
   for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
                                    "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
-                                   "v3,cp=2,block_v=128,slot=packed", "v3,merges=f16", "v3,prep=group,merges=f16,slot=packed"})
+                                   "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
+                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -107,7 +108,8 @@ std::vector<Case> cases() {
       if (kernel.find("cp=2") != std::string::npos) label += "_cp2";
       if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
       if (kernel.find("slot=packed") != std::string::npos) label += "_packed";
-      if (kernel.find("merges=f16") != std::string::npos) label += "_f16merges";
+      if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
+      if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
   return all;
@@ -176,7 +178,7 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
                                  "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128",
                                  "kernel=v3,cp=2,block_v=128", "kernel=v4", "kernel=v4,block_v=128",
                                  "kernel=v3,prep=group", "kernel=v3,slot=packed", "kernel=v3,cp=2,slot=packed",
-                                 "kernel=v3,merges=f16,prep=group"}) {
+                                 "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=hier", "kernel=v3,inverse=hier,prep=group"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -343,7 +345,7 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
 // The packed slot carries what the scan reads of the full one, the zeros right of the diagonal
 // restored by the scan: the same bits for every scan form (mma.sync at block_v 32 and 64, wgmma at
 // 64 and 128, a split with its transition pass and warm-up), both preparation forms and both merge
-// forms.
+// forms (the inverse forms change the bits, the same in both slot forms).
 TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
@@ -354,7 +356,7 @@ TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
   for (const std::string plan : {"kernel=v3,cp=off,block_v=32", "kernel=v3,cp=off,block_v=64,mma=sync",
                                  "kernel=v3,cp=off,block_v=64,mma=wgmma", "kernel=v3,cp=off,block_v=128",
                                  "kernel=v3,cp=2,cp_block_v=32", "kernel=v3,cp=4,block_v=128", "kernel=v3,cp=off,prep=group",
-                                 "kernel=v3,cp=off,merges=f16", "kernel=v3,cp=off,prep=group,merges=f16"}) {
+                                 "kernel=v3,cp=off,inverse=f16", "kernel=v3,cp=off,prep=group,inverse=hier"}) {
     SCOPED_TRACE(plan);
     std::pair<Bytes, Bytes> bits[2];
     for (int k = 0; k < 2; ++k) {

@@ -12,7 +12,8 @@
 //             read the other way: the gate goes in before the inverse, so A_g needs no
 //             exponentials of its own): 16 x 16 diagonal blocks by forward substitution in
 //             fp32, then the off-diagonal blocks by doubling on tensor cores (TF32, three
-//             products per step: fp32 accuracy; or on f16 operands, kF16Merges)
+//             products per step: fp32 accuracy; or on f16 operands, and 8 x 8 diagonal
+//             blocks in registers: InverseForm)
 //   A_g       (I + L_g)^-1 * diag(beta) (f16)
 // Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
 // each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
@@ -422,10 +423,10 @@ __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast
 //   kF16 false (the default): two TF32 k-steps of m16n8k8, each operand split into big + rest and
 //     multiplied as big big + big rest + rest big (the rest products first), 2^-20 relative per
 //     product: as accurate as the fp32 FMAs it replaces.
-//   kF16 true (override merges=f16; not yet run on a GPU): one m16n8k16 on f16 operands with fp32
+//   kF16 true (inverse=f16 and inverse=hier; not yet run on a GPU): one m16n8k16 on f16 operands with fp32
 //     accumulation (fragments.cuh): one MMA instead of six dependent ones and no operand splits.
-//     The host model keeps every stress input within 5 % of the error of exact merges
-//     (tests/cpu/test_prefill_sm90_numerics.cpp, F16MergesStayInsideTheBudget).
+//     The host model keeps every stress input within 3 % of the error of exact merges
+//     (tests/cpu/test_prefill_sm90_numerics.cpp, F16MergesStayInsideTheBudget; 10 % for hier).
 template <bool kF16 = false>
 __device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
   const int g = lane >> 2, t = lane & 3;
@@ -467,23 +468,77 @@ __device__ __forceinline__ float* lt_block(float* lt, int r, int c, int h = 0) {
   return lt + 16 * r * kLtStride + 16 * c + 8 * h;
 }
 
+// The diagonal 16 x 16 block `warp` of lt inverted in place by one warp, the hier form: its two
+// 8 x 8 diagonal blocks by elimination in registers (lane r of an 8-lane group holds row r; step s
+// adds -L_rs times row s, shuffled, to rows r > s: seven dependent steps, fp32), then the 8 -> 16
+// merge T_10 = -T_11 (L_10 T_00) as two m16n8k16 on f16 operands padded with zeros, transposed so
+// that the first product's accumulator is the second's A operand: M^T = T_00^T L_10^T, then
+// T_10^T = -M^T T_11^T. Lanes 16-31 shadow lanes 0-15 in the eliminations. No barrier but the warp's.
+__device__ __forceinline__ void invert_diagonal_hier(float* lt, int warp, int lane) {
+  const int sub = (lane >> 3) & 1, r = lane & 7, d0 = 16 * warp;
+  float* row = lt + (d0 + 8 * sub + r) * kLtStride + d0 + 8 * sub;
+  const float4 lo = ld4(row), hi = ld4(row + 4);
+  const float l[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  float x[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) x[j] = j == r ? 1.f : j < r ? l[j] : 0.f;
+#pragma unroll
+  for (int step = 0; step < 7; ++step) {
+    const float scale = -x[step];  // -L_r,step: row r's entry, untouched by earlier steps
+#pragma unroll
+    for (int i = 0; i < step; ++i) {
+      const float from = __shfl_sync(0xffffffffu, x[i], step, 8);  // T_step,i, final
+      if (r > step) x[i] = fmaf(scale, from, x[i]);
+    }
+    if (r > step) x[step] = scale;
+  }
+  __syncwarp();
+  if (lane < 16) {
+    *reinterpret_cast<float4*>(row) = make_float4(x[0], x[1], x[2], x[3]);
+    *reinterpret_cast<float4*>(row + 4) = make_float4(x[4], x[5], x[6], x[7]);
+  }
+  __syncwarp();
+  const int g = lane >> 2, t = lane & 3;
+  const float* t00 = lt + d0 * kLtStride + d0;
+  const float* l10 = lt + (d0 + 8) * kLtStride + d0;
+  const float* t11 = lt + (d0 + 8) * kLtStride + d0 + 8;
+  // M^T (8 x 8) = T_00^T L_10^T: A(m, k) = T_00(k, m), B(k, n) = L_10(n, k); rows and k past 8 zero.
+  const uint32_t a_t00[4] = {pack_f16x2(t00[2 * t * kLtStride + g], t00[(2 * t + 1) * kLtStride + g]), 0u, 0u, 0u};
+  const float2 b_l10 = *reinterpret_cast<const float2*>(l10 + g * kLtStride + 2 * t);
+  float mt[4] = {0.f, 0.f, 0.f, 0.f};
+  mma(mt, a_t00, pack_f16x2(b_l10.x, b_l10.y), 0u);
+  // T_10^T = -(M^T) T_11^T: A = M^T (the accumulator's rows g, columns 2t, 2t + 1; rows g + 8 are
+  // zero), B(k, n) = T_11(n, k).
+  const uint32_t a_mt[4] = {pack_f16x2(mt[0], mt[1]), 0u, 0u, 0u};
+  const float2 b_t11 = *reinterpret_cast<const float2*>(t11 + g * kLtStride + 2 * t);
+  float tt[4] = {0.f, 0.f, 0.f, 0.f};
+  mma(tt, a_mt, pack_f16x2(b_t11.x, b_t11.y), 0u);
+  float* t10 = lt + (d0 + 8) * kLtStride + d0;
+  t10[2 * t * kLtStride + g] = -tt[0];
+  t10[(2 * t + 1) * kLtStride + g] = -tt[1];
+}
+
 // (I + L)^-1 in place in lt (64 x 64, row stride kLtStride). Reads the strictly lower part of L
 // (zeros above the diagonal inside the diagonal blocks); the blocks above the diagonal blocks are
 // scratch and hold stale values afterwards. Needs four warps or more (the first four work). Ends
 // with a group barrier.
-//   1. The diagonal blocks T_ii = (I + L_ii)^-1 by forward substitution, one warp each.
+//   1. The diagonal blocks T_ii = (I + L_ii)^-1 by forward substitution, one warp each (kForm
+//      kInverseHier: invert_diagonal_hier).
 //   2. Doubling: the 32 x 32 halves, T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22); then
 //      the lower-left quarter, T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-// Each product on tensor cores (block_product: the three-product TF32 form, or f16 operands with
-// kF16 true); a warp's task is 8-column halves of output blocks, three block products per warp in
+// Each product on tensor cores (block_product: the three-product TF32 form, or f16 operands for
+// kInverseF16 and kInverseHier); a warp's task is 8-column halves of output blocks, three block products per warp in
 // each step of the quarter, and the products in parentheses go to the scratch blocks above the
 // diagonal. Four barriers after the diagonal blocks (the block-column order took six, with half
 // the warps idle in its first steps).
-template <bool kF16 = false, class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
+template <int kForm = kInverseTf32, class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
   static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
+  constexpr bool kF16 = kForm != kInverseTf32;
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
-  if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
+  if constexpr (kForm == kInverseHier) {
+    if (warp < 4) invert_diagonal_hier(lt, warp, lane);
+  } else if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
     float* blk = lt_block(lt, warp, warp);
     const int c = lane & 15;
     float x[16];
@@ -580,9 +635,9 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T, the inverse (its merges on f16 operands with kF16Merges), A_g.
-// Ends without a barrier after A_g.
-template <class In, int BV, int Ver, bool kF16Merges = false, class Grp>
+// `buf`: scalars, K K^T and Q K^T, the inverse (of form kInverse, InverseForm), A_g. Ends without a
+// barrier after A_g.
+template <class In, int BV, int Ver, int kInverse = kInverseTf32, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
@@ -590,7 +645,7 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  invert_in_place<kF16Merges>(grp, reinterpret_cast<float*>(smem + L.lt));
+  invert_in_place<kInverse>(grp, reinterpret_cast<float*>(smem + L.lt));
   build_ag<In, BV, Ver>(grp, smem, buf);
 }
 

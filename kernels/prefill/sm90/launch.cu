@@ -65,12 +65,14 @@ void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slo
 }
 
 // The preparation kernel of a plan: per value head or per q/k head (prep_group), full or packed
-// slots, the inverse's merges in TF32 or on f16 operands.
-template <class In, bool kGroup, bool kPacked> auto prep_kernel_of(bool f16_merges) {
-  return f16_merges ? prefill_sm90_prep_kernel<In, kGroup, kPacked, true> : prefill_sm90_prep_kernel<In, kGroup, kPacked, false>;
+// slots, the chunk inverse's form (InverseForm).
+template <class In, bool kGroup, bool kPacked> auto prep_kernel_of(int inverse) {
+  return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseHier>
+         : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseF16>
+                                  : prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseTf32>;
 }
 template <class In, bool kPacked> auto prep_kernel_of(const Plan& p) {
-  return p.prep_group ? prep_kernel_of<In, true, kPacked>(p.f16_merges) : prep_kernel_of<In, false, kPacked>(p.f16_merges);
+  return p.prep_group ? prep_kernel_of<In, true, kPacked>(p.inverse) : prep_kernel_of<In, false, kPacked>(p.inverse);
 }
 
 // Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order). With

@@ -35,11 +35,13 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
   const std::string how =
       kernel == kKernelV3
           ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
-                        "the inverse's merges {}; {:.1f} MiB workspace of {} slots), then the scan",
+                        "the inverse {}; {:.1f} MiB workspace of {} slots), then the scan",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
                         SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
-                        f16_merges ? "on f16 operands" : "in three-product TF32",
+                        inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
+                        : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
+                                                 : "by 16 x 16 solves and three-product TF32 merges",
                         workspace_bytes(b.tokens, b.sequences, b.HV, packed_slot) / 1048576.0,
                         packed_slot ? "packed" : "full")
       : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
@@ -116,7 +118,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed, merges=tf32|f16, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed, inverse=tf32|f16|hier, comma-separated)",
         spec, why));
   };
   Override o;
@@ -161,10 +163,11 @@ Override parse_override(std::string_view spec) {
       if (value == "packed") o.packed_slot = 1;
       else if (value == "full") o.packed_slot = 0;
       else throw bad("slot must be full or packed");
-    } else if (key == "merges") {
-      if (value == "f16") o.f16_merges = 1;
-      else if (value == "tf32") o.f16_merges = 0;
-      else throw bad("merges must be tf32 or f16");
+    } else if (key == "inverse") {
+      if (value == "tf32") o.inverse = kInverseTf32;
+      else if (value == "f16") o.inverse = kInverseF16;
+      else if (value == "hier") o.inverse = kInverseHier;
+      else throw bad("inverse must be tf32, f16 or hier");
     } else if (key == "mma") {
       if (value == "wgmma") o.wgmma = 1;
       else if (value == "sync") o.wgmma = 0;
@@ -188,8 +191,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.packed_slot)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.f16_merges)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': merges=f16 needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && p.inverse != kInverseTf32)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': inverse=f16 or hier needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
   if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
@@ -208,12 +211,12 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
   if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == 1;
-  if (o.f16_merges >= 0) p.f16_merges = o.f16_merges == 1;
+  if (o.inverse >= 0) p.inverse = o.inverse;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = false;
-  if (p.kernel != kKernelV3 && o.f16_merges < 0) p.f16_merges = false;
+  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;
   return checked(p, spec);
 }
 

@@ -44,9 +44,10 @@ struct Plan {
   bool prep_group = false;
   // v3, override only until a GPU has measured them (docs/notes/prefill-sm90.md): the packed
   // workspace slot (workspace.h: the tiles' lower pieces and the scan's vectors, 10112 bytes
-  // instead of 18448), and the inverse's merges on f16 operands (chunk_prep.cuh block_product).
+  // instead of 18448), and the chunk inverse's form (smem_layout.h InverseForm: f16 merges, or
+  // 8 x 8 diagonal eliminations in registers and f16 merges).
   bool packed_slot = false;
-  bool f16_merges = false;
+  int inverse = kInverseTf32;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -60,7 +61,7 @@ struct Plan {
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
-           packed_slot == o.packed_slot && f16_merges == o.f16_merges;
+           packed_slot == o.packed_slot && inverse == o.inverse;
   }
 };
 
@@ -88,7 +89,7 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed, merges=tf32|f16 (0 / -1 where not given);
+// slot=full|packed, inverse=tf32|f16|hier (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -97,7 +98,7 @@ struct Override {
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
   int packed_slot = -1;  // slot=packed (1) or slot=full (0); -1 when not given
-  int f16_merges = -1;   // merges=f16 (1) or merges=tf32 (0); -1 when not given
+  int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

@@ -8,9 +8,9 @@
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
 // same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
-// kPacked: the packed slot (workspace.h; override slot=packed). kF16Merges: the inverse's merges on
-// f16 operands (chunk_prep.cuh block_product; override merges=f16). Neither is chosen by the plan
-// until a GPU has measured them.
+// kPacked: the packed slot (workspace.h; override slot=packed). kInverse: the chunk inverse's form
+// (smem_layout.h InverseForm; override inverse=f16|hier). Neither is chosen by the plan until a GPU
+// has measured them.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -53,7 +53,7 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
   }
 }
 
-template <class In, bool kGroup = false, bool kPacked = false, bool kF16Merges = false>
+template <class In, bool kGroup = false, bool kPacked = false, int kInverse = kInverseTf32>
 __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
     const dev::GateIn gate = gate_of_head(h);
     __pipeline_wait_prior(0);
     __syncthreads();
-    prepare_chunk<In, 0, kPrepKernel, kF16Merges>(all, smem, 0, 0, gate, a, rows);
+    prepare_chunk<In, 0, kPrepKernel, kInverse>(all, smem, 0, 0, gate, a, rows);
     __syncthreads();
     write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
   } else {
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
       __syncthreads();
       products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
       __syncthreads();
-      invert_in_place<kF16Merges>(fresh, reinterpret_cast<float*>(smem + L.lt));
+      invert_in_place<kInverse>(fresh, reinterpret_cast<float*>(smem + L.lt));
       build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
       __syncthreads();
       write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
