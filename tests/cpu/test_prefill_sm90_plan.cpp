@@ -450,6 +450,14 @@ TEST(Sm90Plan, PackedSlotAndInverseOverrides) {
                           "kernel=v2,inverse=hier", "kernel=v2,slot=packed"})
     EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
   EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
+  // Five preparation CTAs per SM: the per-value-head form only.
+  EXPECT_EQ(chosen.prep_ctas, 4);
+  const Plan wide = sm90::apply_override(chosen, "prep=head,prep_ctas=5");
+  EXPECT_EQ(wide.prep_ctas, 5);
+  EXPECT_TRUE(test::contains(wide.describe(many, 132), "KiB smem, 5 per SM")) << wide.describe(many, 132);
+  EXPECT_EQ(sm90::apply_override(wide, "prep=group").prep_ctas, 4);  // the group form drops it
+  for (const char* bad : {"prep=group,prep_ctas=5", "prep_ctas=6", "kernel=v1,prep_ctas=5"})
+    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,inverse=hier");
     const Plan p = sm90::plan_for(many, 132);

@@ -96,7 +96,7 @@ std::vector<Case> cases() {
                                    "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
                                    "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
-                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed"})
+                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -110,6 +110,7 @@ std::vector<Case> cases() {
       if (kernel.find("slot=packed") != std::string::npos) label += "_packed";
       if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
       if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
+      if (kernel.find("prep_ctas=5") != std::string::npos) label += "_prep5";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
   return all;
@@ -320,7 +321,9 @@ TEST_F(Sm90PrefillBits, FusedV4GivesV3Bits) {
 }
 
 // The preparation per q/k head (prep=group) runs each value head's preparation with the same
-// functions in the same order as one CTA per value head, so the same bits, for every GVA ratio.
+// functions in the same order as one CTA per value head, so the same bits, for every GVA ratio;
+// and so does the per-value-head form at five CTAs per SM (prep_ctas=5: other registers, the same
+// instructions' arithmetic).
 TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
@@ -330,15 +333,18 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
     const Shape s = prefill({1, 17, 64, 130, 200, 0, 700}, 2, hv);
     SCOPED_TRACE(s.key());
     Problem p(s, *backend_, kSeed);
-    std::pair<Bytes, Bytes> bits[2];
-    for (int k = 0; k < 2; ++k) {
-      test::ScopedEnv env("GDNBENCH_SM90_PLAN", k == 0 ? "kernel=v3,cp=off,prep=head" : "kernel=v3,cp=off,prep=group");
+    const char* plans[3] = {"kernel=v3,cp=off,prep=head", "kernel=v3,cp=off,prep=group", "kernel=v3,cp=off,prep=head,prep_ctas=5"};
+    std::pair<Bytes, Bytes> bits[3];
+    for (int k = 0; k < 3; ++k) {
+      test::ScopedEnv env("GDNBENCH_SM90_PLAN", plans[k]);
       bits[k] = run_once(*v, p, *backend_);
       const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
       EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
     }
-    EXPECT_TRUE(bits[0].first == bits[1].first) << "o differs";
-    EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
+    for (int k = 1; k < 3; ++k) {
+      EXPECT_TRUE(bits[0].first == bits[k].first) << "o differs: " << plans[k];
+      EXPECT_TRUE(bits[0].second == bits[k].second) << "ht differs: " << plans[k];
+    }
   }
 }
 
@@ -356,7 +362,8 @@ TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
   for (const std::string plan : {"kernel=v3,cp=off,block_v=32", "kernel=v3,cp=off,block_v=64,mma=sync",
                                  "kernel=v3,cp=off,block_v=64,mma=wgmma", "kernel=v3,cp=off,block_v=128",
                                  "kernel=v3,cp=2,cp_block_v=32", "kernel=v3,cp=4,block_v=128", "kernel=v3,cp=off,prep=group",
-                                 "kernel=v3,cp=off,inverse=f16", "kernel=v3,cp=off,prep=group,inverse=hier"}) {
+                                 "kernel=v3,cp=off,inverse=f16", "kernel=v3,cp=off,prep=group,inverse=hier",
+                                 "kernel=v3,cp=off,prep=head,prep_ctas=5"}) {
     SCOPED_TRACE(plan);
     std::pair<Bytes, Bytes> bits[2];
     for (int k = 0; k < 2; ++k) {

@@ -65,14 +65,16 @@ void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slo
 }
 
 // The preparation kernel of a plan: per value head or per q/k head (prep_group), full or packed
-// slots, the chunk inverse's form (InverseForm).
-template <class In, bool kGroup, bool kPacked> auto prep_kernel_of(int inverse) {
-  return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseHier>
-         : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseF16>
-                                  : prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseTf32>;
+// slots, the chunk inverse's form (InverseForm), four or five CTAs per SM (prep_ctas, per value head).
+template <class In, bool kGroup, bool kPacked, int kCtas = kPrepCtasPerSm> auto prep_kernel_of(int inverse) {
+  return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseHier, kCtas>
+         : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseF16, kCtas>
+                                  : prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseTf32, kCtas>;
 }
 template <class In, bool kPacked> auto prep_kernel_of(const Plan& p) {
-  return p.prep_group ? prep_kernel_of<In, true, kPacked>(p.inverse) : prep_kernel_of<In, false, kPacked>(p.inverse);
+  if (p.prep_group) return prep_kernel_of<In, true, kPacked>(p.inverse);
+  return p.prep_ctas == kPrepCtasPerSmWide ? prep_kernel_of<In, false, kPacked, kPrepCtasPerSmWide>(p.inverse)
+                                           : prep_kernel_of<In, false, kPacked>(p.inverse);
 }
 
 // Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order). With

@@ -38,7 +38,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         "the inverse {}; {:.1f} MiB workspace of {} slots), then the scan",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
-                        SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
+                        SmemLayout(0, kPrepKernel).bytes / 1024.0, prep_ctas,
                         inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
                         : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
                                                  : "by 16 x 16 solves and three-product TF32 merges",
@@ -118,7 +118,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed, inverse=tf32|f16|hier, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
         spec, why));
   };
   Override o;
@@ -163,6 +163,10 @@ Override parse_override(std::string_view spec) {
       if (value == "packed") o.packed_slot = 1;
       else if (value == "full") o.packed_slot = 0;
       else throw bad("slot must be full or packed");
+    } else if (key == "prep_ctas") {
+      if (value == "4") o.prep_ctas = kPrepCtasPerSm;
+      else if (value == "5") o.prep_ctas = kPrepCtasPerSmWide;
+      else throw bad("prep_ctas must be 4 or 5");
     } else if (key == "inverse") {
       if (value == "tf32") o.inverse = kInverseTf32;
       else if (value == "f16") o.inverse = kInverseF16;
@@ -191,6 +195,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.packed_slot)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed needs kernel v3", spec));
+  if (p.prep_ctas != kPrepCtasPerSm && (p.kernel != kKernelV3 || p.prep_group))
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep_ctas=5 needs kernel v3 and prep=head", spec));
   if (p.kernel != kKernelV3 && p.inverse != kInverseTf32)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': inverse=f16 or hier needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
@@ -212,11 +218,13 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
   if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == 1;
   if (o.inverse >= 0) p.inverse = o.inverse;
+  if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = false;
   if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;
+  if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);
 }
 

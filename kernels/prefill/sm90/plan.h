@@ -48,6 +48,9 @@ struct Plan {
   // 8 x 8 diagonal eliminations in registers and f16 merges).
   bool packed_slot = false;
   int inverse = kInverseTf32;
+  // v3: the preparation kernel's CTAs per SM (its register bound): 4, or 5 for the per-value-head
+  // form (override prep_ctas=5, not yet run on a GPU).
+  int prep_ctas = kPrepCtasPerSm;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -61,7 +64,7 @@ struct Plan {
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
-           packed_slot == o.packed_slot && inverse == o.inverse;
+           packed_slot == o.packed_slot && inverse == o.inverse && prep_ctas == o.prep_ctas;
   }
 };
 
@@ -89,7 +92,7 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed, inverse=tf32|f16|hier (0 / -1 where not given);
+// slot=full|packed, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -99,6 +102,7 @@ struct Override {
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
   int packed_slot = -1;  // slot=packed (1) or slot=full (0); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
+  int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

@@ -9,8 +9,9 @@
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
 // same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
 // kPacked: the packed slot (workspace.h; override slot=packed). kInverse: the chunk inverse's form
-// (smem_layout.h InverseForm; override inverse=f16|hier). Neither is chosen by the plan until a GPU
-// has measured them.
+// (smem_layout.h InverseForm; override inverse=f16|hier). kCtas: CTAs per SM, the registers' bound
+// (kPrepCtasPerSmWide for the per-value-head form with prep_ctas=5). None is chosen by the plan
+// until a GPU has measured it.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -53,8 +54,9 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
   }
 }
 
-template <class In, bool kGroup = false, bool kPacked = false, int kInverse = kInverseTf32>
-__global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
+template <class In, bool kGroup = false, bool kPacked = false, int kInverse = kInverseTf32, int kCtas = kPrepCtasPerSm>
+__global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
+  static_assert(kCtas == kPrepCtasPerSm || !kGroup, "the per-q/k-head form spills at five CTAs per SM");
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];
