@@ -447,9 +447,11 @@ TEST(Sm90Plan, PackedSlotAndInverseOverrides) {
   // 32768 tokens, 8 sequences: 520 slots x 32 heads of 10112 bytes.
   EXPECT_TRUE(test::contains(line, "160.5 MiB workspace of packed slots")) << line;
   for (const char* bad : {"slot=half", "inverse=bf16", "merges=f16", "kernel=v1,slot=packed", "kernel=v4,inverse=f16",
-                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed"})
+                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed", "kernel=v4,slot=packed"})
     EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
   EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=hier").inverse, sm90::kInverseHier);  // v4 takes hier
+  EXPECT_EQ(sm90::apply_override(sm90::apply_override(chosen, "inverse=hier"), "kernel=v4").inverse, sm90::kInverseTf32);
   // Five preparation CTAs per SM: the per-value-head form only.
   EXPECT_EQ(chosen.prep_ctas, 4);
   const Plan wide = sm90::apply_override(chosen, "prep=head,prep_ctas=5");

@@ -96,7 +96,8 @@ std::vector<Case> cases() {
                                    "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
                                    "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
-                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5"})
+                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
+                                   "v4,block_v=128,inverse=hier"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -301,7 +302,7 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
 }
 
 // Kernel v4 (fused) runs the preparation kernel's functions in the same order on the same tiles,
-// and v3's state warpgroups: v3's bits, at block_v 64 and 128.
+// and v3's state warpgroups: v3's bits, at block_v 64 and 128, with the default and the hier inverse.
 TEST_F(Sm90PrefillBits, FusedV4GivesV3Bits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
@@ -311,12 +312,14 @@ TEST_F(Sm90PrefillBits, FusedV4GivesV3Bits) {
     const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, hv);
     SCOPED_TRACE(s.key());
     Problem p(s, *backend_, kSeed);
-    for (const char* bv : {"64", "128"}) {
-      const auto v3 = run_with_plan(std::string("kernel=v3,cp=off,mma=wgmma,block_v=") + bv, *v, p, *backend_);
-      const auto v4 = run_with_plan(std::string("kernel=v4,block_v=") + bv, *v, p, *backend_);
-      EXPECT_TRUE(v3.first == v4.first) << "o at block_v " << bv << " differs from v3's";
-      EXPECT_TRUE(v3.second == v4.second) << "ht at block_v " << bv << " differs from v3's";
-    }
+    for (const char* bv : {"64", "128"})
+      for (const char* inverse : {"tf32", "hier"}) {  // v4 with the hier inverse gives v3's hier bits
+        const std::string tail = std::string(",inverse=") + inverse + ",block_v=" + bv;
+        const auto v3 = run_with_plan("kernel=v3,cp=off,mma=wgmma" + tail, *v, p, *backend_);
+        const auto v4 = run_with_plan("kernel=v4" + tail, *v, p, *backend_);
+        EXPECT_TRUE(v3.first == v4.first) << "o differs from v3's" << tail;
+        EXPECT_TRUE(v3.second == v4.second) << "ht differs from v3's" << tail;
+      }
   }
 }
 

@@ -39,7 +39,8 @@ constexpr int kV4PrepBarrier = 1;  // named barrier id of the preparation warpgr
 constexpr int kV4StateRegs = 192, kV4PrepRegs = 120;
 static_assert(2 * 128 * kV4StateRegs + 128 * kV4PrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
-template <class In, int BV>
+// kInverse: the chunk inverse's form (smem_layout.h InverseForm; override inverse=hier for v4 too).
+template <class In, int BV, int kInverse = kInverseTf32>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     prefill_sm90_v4_kernel(const prefill::Args a, int v_blocks) {
   static_assert(BV == 64 || BV == 128, "v4: one or two state warpgroups");
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       // An opaque copy of the thread index per chunk: otherwise ptxas hoists the preparation's
       // shared-memory addresses out of the chunk loop and spills them at 120 registers.
       const PrepGroup<NP, kV4PrepBarrier> fresh{ptx::opaque(prep.tid)};
-      prepare_chunk<In, BV, kKernelV4>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
+      prepare_chunk<In, BV, kKernelV4, kInverse>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready

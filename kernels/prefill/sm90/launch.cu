@@ -110,8 +110,10 @@ template <class In, bool kPacked> void launch_v3(const prefill::Args& a, const P
 }
 
 // Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.
-template <class In, int BV> void launch_v4(const prefill::Args& a, cudaStream_t stream) {
-  const auto kernel = prefill_sm90_v4_kernel<In, BV>;
+template <class In, int BV> void launch_v4(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+  // The default inverse, or the hier form (inverse=hier): the inverse is about 2900 of the
+  // preparation warpgroup's 13 K cycles per chunk (docs/notes/prefill-sm90.md, seventh session).
+  const auto kernel = p.inverse == kInverseHier ? prefill_sm90_v4_kernel<In, BV, kInverseHier> : prefill_sm90_v4_kernel<In, BV>;
   const int smem = SmemLayout(BV, kKernelV4).bytes;
   set_smem(kernel, smem);
   const int v_blocks = kHeadDim / BV;
@@ -123,8 +125,8 @@ template <class In, int BV> void launch_v4(const prefill::Args& a, cudaStream_t 
 
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   if (p.kernel == kKernelV4) {
-    if (p.block_v == 64) return launch_v4<In, 64>(a, stream);
-    if (p.block_v == 128) return launch_v4<In, 128>(a, stream);
+    if (p.block_v == 64) return launch_v4<In, 64>(a, p, stream);
+    if (p.block_v == 128) return launch_v4<In, 128>(a, p, stream);
   } else if (p.kernel == kKernelV3) {
     return p.packed_slot ? launch_v3<In, true>(a, p, stream) : launch_v3<In, false>(a, p, stream);
   } else if (p.kernel == kKernelV2) {

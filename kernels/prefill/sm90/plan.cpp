@@ -197,8 +197,9 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed needs kernel v3", spec));
   if (p.prep_ctas != kPrepCtasPerSm && (p.kernel != kKernelV3 || p.prep_group))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep_ctas=5 needs kernel v3 and prep=head", spec));
-  if (p.kernel != kKernelV3 && p.inverse != kInverseTf32)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': inverse=f16 or hier needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && p.inverse != kInverseTf32 && !(p.kernel == kKernelV4 && p.inverse == kInverseHier))
+    throw std::invalid_argument(
+        fmt::format("sm90 plan override '{}': inverse=f16 needs kernel v3, inverse=hier kernel v3 or v4", spec));
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
   if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
@@ -223,7 +224,7 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = false;
-  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;
+  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;  // v4 keeps it only when named
   if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);
 }
