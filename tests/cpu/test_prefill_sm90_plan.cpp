@@ -593,8 +593,8 @@ TEST(Sm90Workspace, SlotsOfSequencesAreDisjointAndBounded) {
   EXPECT_EQ(sm90::slot_bytes(true), 10112);  // 625 pieces of 16 bytes, 128-byte aligned
   for (const bool packed : {false, true})
     EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32, packed), int64_t(513) * 32 * sm90::slot_bytes(packed));
-  // G beside e^G in both forms: in the scalars' tail (full), in the last piece (packed).
-  EXPECT_EQ(sm90::slot_g_offset(false), sm90::kSlotScalars + sm90::kNumScalars * 256 + 4);
+  // G: gam at the last token (full), beside e^G in the last piece (packed).
+  EXPECT_EQ(sm90::slot_g_offset(false), sm90::kSlotScalars + (sm90::kGam * 64 + 63) * 4);
   EXPECT_EQ(sm90::slot_g_offset(true), 16 * sm90::kSlotGPiece + 4);
 }
 

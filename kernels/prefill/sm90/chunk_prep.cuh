@@ -186,8 +186,8 @@ __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, in
       sv(kEu)[i] = i < rows ? sv(kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
     }
   }
-  // e^G for the state's decay, and G itself beside it (kernel v3's slot carries both: the
-  // transition pass's warm-up sums G).
+  // e^G for the state's decay, and G itself beside it in the padding (the packed slot carries both:
+  // the transition pass's warm-up sums G).
   if (grp.tid == 0) *reinterpret_cast<float2*>(smem + L.exp_G(buf)) = make_float2(exp_nonpos(G), G);
 }
 

@@ -45,9 +45,10 @@ constexpr int kPackedSlotBytes = (16 * kPackedSlotPieces + 127) / 128 * 128;
 static_assert(kTrianglePieces == 288 && kPackedSlotPieces == 625, "the packed slot's pieces");
 
 GDN_HD constexpr int slot_bytes(bool packed) { return packed ? kPackedSlotBytes : kFullSlotBytes; }
-// Byte offset of G (the chunk's total log decay) in a slot: beside e^G, in both forms.
+// Byte offset of G (the chunk's total log decay) in a slot: beside e^G in the packed form; gam at
+// the chunk's last token in the full one (the same float, as the default read it before).
 GDN_HD constexpr int slot_g_offset(bool packed) {
-  return (packed ? 16 * kSlotGPiece : kSlotScalars + kNumScalars * kChunk * 4) + 4;
+  return packed ? 16 * kSlotGPiece + 4 : kSlotScalars + (int(kGam) * kChunk + kChunk - 1) * 4;
 }
 
 // First piece of piece column p in a triangle: sum over q < p of (64 - 8 q).
