@@ -20,7 +20,8 @@
 #            (16/48, 8/24 at 4096x8, 8192x4, 16384x2, 4096x2, 1x32768, 1x8192), for
 #            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head; the default at GVA >= 3 since the seventh session);
 #            AB_KERNELS="v3 v3,slot=packed v3,inverse=f16 v3,inverse=hier v3,slot=packed,inverse=hier
-#            v3,prep=head,prep_ctas=5" (the eighth session's overrides)
+#            v3,prep=head,prep_ctas=5" (the eighth session's overrides). After each kernel but the first,
+#            gdnbench compare against the first (AB_THRESHOLD, 1 %; AB_COMPARE_TAIL lines, 20)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer
 #            than a call) then timed
@@ -133,6 +134,7 @@ YAML
 YAML
         fi
       } > "$ab"
+      base=""
       for kernel in ${AB_KERNELS:-v1 v2 v3}; do
         tag=$(echo "$kernel" | tr ',=' '-_')
         GDNBENCH_SM90_PLAN="kernel=$kernel" timeout --foreground -k 30 -s INT "${AB_DEADLINE:-45}" "$G" run --config "$ab" \
@@ -140,6 +142,13 @@ YAML
           > "$OUT_DIR/sm90-ab.$tag.log" 2>&1
         echo "ab, kernel $kernel: exit $? (124: deadline reached)"
         tail -n "${AB_TAIL:-25}" "$OUT_DIR/sm90-ab.$tag.log"
+        # Each later kernel against the first, case by case (gdnbench compare; exit 1 marks a slower case).
+        if [ -z "$base" ]; then
+          base="$OUT_DIR/sm90-ab.$tag.json"
+        elif [ -f "$base" ] && [ -f "$OUT_DIR/sm90-ab.$tag.json" ]; then
+          echo "--- $kernel against ${AB_KERNELS%% *}"
+          "$G" compare "$base" "$OUT_DIR/sm90-ab.$tag.json" --threshold "${AB_THRESHOLD:-1}" | tail -n "${AB_COMPARE_TAIL:-20}"
+        fi
       done
       ;;
     prefill)
