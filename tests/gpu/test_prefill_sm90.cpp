@@ -166,6 +166,16 @@ std::pair<Bytes, Bytes> run_with_plan(const std::string& plan, const Variant& v,
   return run_once(v, p, backend);
 }
 
+// run_with_plan, then the outputs checked against the reference (a failure is reported, the bits
+// are returned either way): the bit tests compare verified launches.
+std::pair<Bytes, Bytes> run_verified(const std::string& plan, const Variant& v, Problem& p, ExecBackend& backend) {
+  test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
+  auto bits = run_once(v, p, backend);
+  const Verification r = check_outputs(p, effective_tolerances(p.shape(), v.tolerances), {}, 0);
+  EXPECT_TRUE(r.pass) << v.plan(p.shape()) << "\n" << test::describe(r);
+  return bits;
+}
+
 class Sm90PrefillBits : public test::CudaSuite<int> {};
 
 // Warp-specialised pipelines fail intermittently (gdn-math.md 6.3 item 10); this kernel's
@@ -258,13 +268,9 @@ TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
       SCOPED_TRACE(s.key() + ", block_v " + bv);
       Problem p(s, *backend_, kSeed);
       std::pair<Bytes, Bytes> bits[3];
-      for (int k = 0; k < 3; ++k) {
-        test::ScopedEnv env("GDNBENCH_SM90_PLAN",
-                            "kernel=v" + std::to_string(k + 1) + ",block_v=" + bv + (k == 2 ? ",cp=off" : ""));
-        bits[k] = run_once(*v, p, *backend_);
-        const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-        EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
-      }
+      for (int k = 0; k < 3; ++k)
+        bits[k] = run_verified("kernel=v" + std::to_string(k + 1) + ",block_v=" + bv + (k == 2 ? ",cp=off" : ""), *v, p,
+                               *backend_);
       for (int k = 1; k < 3; ++k) {
         EXPECT_TRUE(bits[0].first == bits[k].first) << "o: v" << k + 1 << " differs from v1";
         EXPECT_TRUE(bits[0].second == bits[k].second) << "ht: v" << k + 1 << " differs from v1";
@@ -338,12 +344,7 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
     Problem p(s, *backend_, kSeed);
     const char* plans[3] = {"kernel=v3,cp=off,prep=head", "kernel=v3,cp=off,prep=group", "kernel=v3,cp=off,prep=head,prep_ctas=5"};
     std::pair<Bytes, Bytes> bits[3];
-    for (int k = 0; k < 3; ++k) {
-      test::ScopedEnv env("GDNBENCH_SM90_PLAN", plans[k]);
-      bits[k] = run_once(*v, p, *backend_);
-      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-      EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
-    }
+    for (int k = 0; k < 3; ++k) bits[k] = run_verified(plans[k], *v, p, *backend_);
     for (int k = 1; k < 3; ++k) {
       EXPECT_TRUE(bits[0].first == bits[k].first) << "o differs: " << plans[k];
       EXPECT_TRUE(bits[0].second == bits[k].second) << "ht differs: " << plans[k];
@@ -369,12 +370,7 @@ TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
                                  "kernel=v3,cp=off,prep=head,prep_ctas=5"}) {
     SCOPED_TRACE(plan);
     std::pair<Bytes, Bytes> bits[2];
-    for (int k = 0; k < 2; ++k) {
-      test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan + (k == 0 ? ",slot=full" : ",slot=packed"));
-      bits[k] = run_once(*v, p, *backend_);
-      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-      EXPECT_TRUE(r.pass) << v->plan(s) << "\n" << test::describe(r);
-    }
+    for (int k = 0; k < 2; ++k) bits[k] = run_verified(plan + (k == 0 ? ",slot=full" : ",slot=packed"), *v, p, *backend_);
     EXPECT_TRUE(bits[0].first == bits[1].first) << "o differs";
     EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
   }

@@ -40,7 +40,7 @@ constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kKernelV4 = 4, kPrepK
 // The chunk inverse's forms (Plan::inverse; chunk_prep.cuh invert_in_place): the default, 16 x 16
 // diagonal blocks by fp32 forward substitution and three-product TF32 merges; kInverseF16, the same
 // blocks and merges on f16 operands; kInverseHier, 8 x 8 diagonal blocks by fp32 elimination in
-// registers and every merge level (8 -> 16 too) on f16 operands. v3 only, override only so far.
+// registers and every merge level (8 -> 16 too) on f16 operands (v3; hier for v4 too), override only.
 enum InverseForm { kInverseTf32 = 0, kInverseF16 = 1, kInverseHier = 2 };
 constexpr int kPrepWarps = 4;  // v2, v4: the warps preparing the next chunk, after the state warps; v3: the load warps
 constexpr int kPrepKernelThreads = 128;
