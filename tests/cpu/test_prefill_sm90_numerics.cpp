@@ -9,9 +9,10 @@
 //     to f16 exactly where the kernel rounds it (q and k converted, the state, W, A_g, P_g, V_d,
 //     V''), o to its dtype; the error must stay well inside the op's tolerance (5e-3 relative
 //     L2) on the stress inputs. Rounding the operands to bf16 instead (FlashQLA) would not.
-//     The inverse is modelled in double: the kernel's (fp32 diagonal solves, off-diagonal block
-//     products in the three-product TF32 form, 2^-20 per product) is far below the f16 roundings;
-//     with inverse=f16 or hier its block products take f16 operands, which the model rounds likewise.
+//     The inverse is modelled in double: the TF32 form's (fp32 diagonal solves, off-diagonal block
+//     products in the three-product TF32 form, 2^-20 per product; v1, v2, v4) is far below the f16
+//     roundings; with inverse=f16 or hier (v3's default) its block products take f16 operands,
+//     which the model rounds likewise.
 // The model follows kernels/prefill/sm90/ (see docs/notes/prefill-sm90.md for the formulation).
 #include <gtest/gtest.h>
 
@@ -83,7 +84,7 @@ struct Model {
 // T_10 = -T_11 (L_10 T_00) (at 16 -> 32: T_10 and T_32; at 32 -> 64 the lower-left quarter). With
 // f16_merges every operand of those products is rounded to f16 (the product in parentheses kept in
 // fp32 between the two), as the kernel's m16n8k16 merges (inverse=f16, inverse=hier) do; without,
-// the merges are exact (the default three-product TF32 form, 2^-20 per product).
+// the merges are exact (the three-product TF32 form, 2^-20 per product).
 Mat blocked_unit_lower_inverse(const Mat& L, bool f16_merges, int diag = 16) {
   auto op = [&](const Mat& m) -> Mat {
     return f16_merges ? Mat(m.unaryExpr([](double x) { return double(f16_to_float(float_to_f16(float(x)))); })) : m;

@@ -43,6 +43,7 @@ TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
   const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
   Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
   v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64 or 128, mma.sync at 32
+  v3_32.inverse = v3_64.inverse = sm90::kInverseHier;  // v3's preparation inverts by the hier form
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3), v3_32);  // unsplit; the default splits it (below)
   EXPECT_FALSE(sm90::choose(one, 132, sm90::kKernelV3).wgmma_at(32));
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3).block_v, sm90::choose(one, 132, sm90::kKernelV2).block_v);
@@ -422,16 +423,22 @@ TEST(Sm90Plan, FusedV4Override) {
   EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
 }
 
-// The packed slot and the inverse's forms: kernel v3 only, override only (never chosen until a GPU
-// has measured them), each key replacing its field alone; the plan line says which.
-TEST(Sm90Plan, PackedSlotAndInverseOverrides) {
+// The slot's forms and the inverse's forms: kernel v3 only; the hier inverse is chosen (ninth
+// session), the packed and lean slots and the other inverses by override only, each key replacing
+// its field alone; the plan line says which.
+TEST(Sm90Plan, SlotAndInverseOverrides) {
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
   const Plan chosen = sm90::choose(many, 132);
   EXPECT_FALSE(chosen.packed_slot);
-  EXPECT_EQ(chosen.inverse, sm90::kInverseTf32);
+  EXPECT_FALSE(chosen.lean_slot);
+  EXPECT_EQ(chosen.slot_form(), sm90::kSlotFull);
+  EXPECT_EQ(chosen.inverse, sm90::kInverseHier);
+  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV1).inverse, sm90::kInverseTf32);  // v1, v2, v4 keep TF32
+  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV4).inverse, sm90::kInverseTf32);
   const Plan packed = sm90::apply_override(chosen, "slot=packed");
   EXPECT_TRUE(packed.packed_slot);
-  EXPECT_EQ(packed.inverse, sm90::kInverseTf32);
+  EXPECT_EQ(packed.slot_form(), sm90::kSlotPacked);
+  EXPECT_EQ(packed.inverse, sm90::kInverseHier);
   EXPECT_EQ(packed.block_v, chosen.block_v);
   EXPECT_FALSE(packed == chosen);
   EXPECT_FALSE(sm90::apply_override(packed, "slot=full").packed_slot);
@@ -447,11 +454,23 @@ TEST(Sm90Plan, PackedSlotAndInverseOverrides) {
   // 32768 tokens, 8 sequences: 520 slots x 32 heads of 10112 bytes.
   EXPECT_TRUE(test::contains(line, "160.5 MiB workspace of packed slots")) << line;
   for (const char* bad : {"slot=half", "inverse=bf16", "merges=f16", "kernel=v1,slot=packed", "kernel=v4,inverse=f16",
-                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed", "kernel=v4,slot=packed"})
+                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed", "kernel=v4,slot=packed", "kernel=v4,slot=lean",
+                          "slot=lean,inverse=f16", "slot=lean,prep=head,prep_ctas=5"})
     EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
+  // The lean slot: A_g and the vectors, P_g made by the scan; 520 slots x 32 heads of 10368 bytes.
+  const Plan lean = sm90::apply_override(chosen, "slot=lean");
+  EXPECT_TRUE(lean.lean_slot && !lean.packed_slot);
+  EXPECT_EQ(lean.slot_form(), sm90::kSlotLean);
+  EXPECT_FALSE(lean == chosen);
+  EXPECT_TRUE(test::contains(lean.describe(many, 132), "164.5 MiB workspace of lean (P_g made by the scan's load warps) slots"))
+      << lean.describe(many, 132);
+  EXPECT_EQ(sm90::apply_override(lean, "slot=packed").slot_form(), sm90::kSlotPacked);  // one form at a time
+  EXPECT_EQ(sm90::apply_override(packed, "slot=lean").slot_form(), sm90::kSlotLean);
+  EXPECT_EQ(sm90::apply_override(lean, "slot=full").slot_form(), sm90::kSlotFull);
+  EXPECT_EQ(sm90::apply_override(lean, "kernel=v1").slot_form(), sm90::kSlotFull);
   EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=hier").inverse, sm90::kInverseHier);  // v4 takes hier
-  EXPECT_EQ(sm90::apply_override(sm90::apply_override(chosen, "inverse=hier"), "kernel=v4").inverse, sm90::kInverseTf32);
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4").inverse, sm90::kInverseTf32);  // v4 keeps it only when named
   // Five preparation CTAs per SM: the per-value-head form only.
   EXPECT_EQ(chosen.prep_ctas, 4);
   const Plan wide = sm90::apply_override(chosen, "prep=head,prep_ctas=5");
@@ -565,7 +584,7 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
   EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
   EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
-  EXPECT_TRUE(test::contains(v3, "the inverse by 16 x 16 solves and three-product TF32 merges")) << v3;
+  EXPECT_TRUE(test::contains(v3, "the inverse by 8 x 8 eliminations and f16 merges")) << v3;
   EXPECT_TRUE(test::contains(v3, "of full slots")) << v3;
   const std::string wg = sm90::apply_override(sm90::choose(Batch::of(s), 132, sm90::kKernelV3), "block_v=64,mma=wgmma")
                              .describe(Batch::of(s), 132);
@@ -591,11 +610,13 @@ TEST(Sm90Workspace, SlotsOfSequencesAreDisjointAndBounded) {
   }
   EXPECT_EQ(sm90::slot_bytes(false), 2 * 8192 + sm90::kScalarBytes);
   EXPECT_EQ(sm90::slot_bytes(true), 10112);  // 625 pieces of 16 bytes, 128-byte aligned
-  for (const bool packed : {false, true})
-    EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32, packed), int64_t(513) * 32 * sm90::slot_bytes(packed));
-  // G: gam at the last token (full), beside e^G in the last piece (packed).
+  EXPECT_EQ(sm90::slot_bytes(sm90::kSlotLean), 10368);  // A_g and the vectors (10256 bytes), 128-byte aligned
+  for (const int form : {sm90::kSlotFull, sm90::kSlotPacked, sm90::kSlotLean})
+    EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32, form), int64_t(513) * 32 * sm90::slot_bytes(form));
+  // G: gam at the last token (full, lean), beside e^G in the last piece (packed).
   EXPECT_EQ(sm90::slot_g_offset(false), sm90::kSlotScalars + (sm90::kGam * 64 + 63) * 4);
   EXPECT_EQ(sm90::slot_g_offset(true), 16 * sm90::kSlotGPiece + 4);
+  EXPECT_EQ(sm90::slot_g_offset(sm90::kSlotLean), 8192 + (sm90::kGam * 64 + 63) * 4);
 }
 
 // A packed slot's pieces (workspace.h) land on every piece on or left of the diagonal of both tiles

@@ -89,15 +89,17 @@ std::vector<Case> cases() {
   // v3 at block_v 64 on mma.sync (the default there is wgmma), and on wgmma split (a case's own
   // block_v=32 runs mma.sync); v3 split at block_v 128 (two state warpgroups, the plan's choice
   // for few long sequences).
-  // The packed slot and the inverse's forms (override only) on the same cases: packed with every
-  // scan form (block_v 32 / 64 on mma.sync, 64 and 128 on wgmma, the transition pass at 32 and 64),
-  // each inverse form with both preparation forms.
+  // The slot's and the inverse's forms on the same cases: packed and lean with every scan form
+  // (block_v 32 / 64 on mma.sync, 64 and 128 on wgmma, the transition pass at 32 and 64), each
+  // inverse form with both preparation forms (hier is v3's default, tf32 and f16 overrides).
   for (const std::string kernel : {"v1", "v2", "v3", "v3,cp=2", "v3,cp=1,cp_block_v=32", "v3,block_v=64,mma=sync",
                                    "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
                                    "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
-                                   "v3,inverse=hier", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
-                                   "v4,block_v=128,inverse=hier"})
+                                   "v3,inverse=tf32", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
+                                   "v4,block_v=128,inverse=hier", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
+                                   "v3,cp=2,block_v=128,slot=lean", "v3,block_v=64,mma=sync,slot=lean",
+                                   "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -109,6 +111,8 @@ std::vector<Case> cases() {
       if (kernel.find("cp=2") != std::string::npos) label += "_cp2";
       if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
       if (kernel.find("slot=packed") != std::string::npos) label += "_packed";
+      if (kernel.find("slot=lean") != std::string::npos) label += "_lean";
+      if (kernel.find("inverse=tf32") != std::string::npos) label += "_tf32inverse";
       if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
       if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
       if (kernel.find("prep_ctas=5") != std::string::npos) label += "_prep5";
@@ -190,7 +194,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
                                  "kernel=v3,block_v=64,mma=sync", "kernel=v3,cp=2,block_v=64,mma=wgmma", "kernel=v3,block_v=128",
                                  "kernel=v3,cp=2,block_v=128", "kernel=v4", "kernel=v4,block_v=128",
                                  "kernel=v3,prep=group", "kernel=v3,slot=packed", "kernel=v3,cp=2,slot=packed",
-                                 "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=hier", "kernel=v3,inverse=hier,prep=group"}) {
+                                 "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=tf32", "kernel=v3,inverse=hier,prep=group",
+                                 "kernel=v3,slot=lean", "kernel=v3,cp=2,slot=lean", "kernel=v3,block_v=128,slot=lean"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -250,7 +255,7 @@ TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
 
 // v2 and v3 run v1's arithmetic (the same functions, per element the same operations in the
 // same order; only which warp or kernel computes what, and when, differs), so they give v1's bits
-// at each block_v. A difference is a race or a stage/buffer/slot mix-up, or the compiler
+// at each block_v (v3 with v1's TF32 inverse; its default is the hier one). A difference is a race or a stage/buffer/slot mix-up, or the compiler
 // contracting the instantiations differently: the verification of each says which.
 TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
@@ -269,7 +274,7 @@ TEST_F(Sm90PrefillBits, V2AndV3GiveV1sBits) {
       Problem p(s, *backend_, kSeed);
       std::pair<Bytes, Bytes> bits[3];
       for (int k = 0; k < 3; ++k)
-        bits[k] = run_verified("kernel=v" + std::to_string(k + 1) + ",block_v=" + bv + (k == 2 ? ",cp=off" : ""), *v, p,
+        bits[k] = run_verified("kernel=v" + std::to_string(k + 1) + ",block_v=" + bv + (k == 2 ? ",cp=off,inverse=tf32" : ""), *v, p,
                                *backend_);
       for (int k = 1; k < 3; ++k) {
         EXPECT_TRUE(bits[0].first == bits[k].first) << "o: v" << k + 1 << " differs from v1";
@@ -302,7 +307,7 @@ TEST_F(Sm90PrefillBits, WgmmaGivesMmaSyncBits) {
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
   // Two warpgroups (block_v 128) against v1's eight mma.sync warps.
   for (int k = 0; k < 2; ++k)
-    bits[k] = run_with_plan(k == 0 ? "kernel=v1,block_v=128" : "kernel=v3,block_v=128,cp=off", *v, p, *backend_);
+    bits[k] = run_with_plan(k == 0 ? "kernel=v1,block_v=128" : "kernel=v3,block_v=128,cp=off,inverse=tf32", *v, p, *backend_);
   EXPECT_TRUE(bits[0].first == bits[1].first) << "o at block_v 128 differs from v1's";
   EXPECT_TRUE(bits[0].second == bits[1].second) << "ht at block_v 128 differs from v1's";
 }
@@ -353,10 +358,12 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
 }
 
 // The packed slot carries what the scan reads of the full one, the zeros right of the diagonal
-// restored by the scan: the same bits for every scan form (mma.sync at block_v 32 and 64, wgmma at
-// 64 and 128, a split with its transition pass and warm-up), both preparation forms and both merge
-// forms (the inverse forms change the bits, the same in both slot forms).
-TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
+// restored by the scan; the lean slot leaves P_g out and the scan's load warps make it with the
+// preparation's functions: the same bits as the full slot for every scan form (mma.sync at block_v
+// 32 and 64, wgmma at 64 and 128, a split with its transition pass and warm-up), both preparation
+// forms and every inverse form (the inverse forms change the bits, the same in every slot form;
+// lean is built with hier and tf32 at four preparation CTAs per SM).
+TEST_F(Sm90PrefillBits, PackedAndLeanSlotsGiveTheFullSlotsBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
@@ -367,12 +374,17 @@ TEST_F(Sm90PrefillBits, PackedSlotGivesTheFullSlotsBits) {
                                  "kernel=v3,cp=off,block_v=64,mma=wgmma", "kernel=v3,cp=off,block_v=128",
                                  "kernel=v3,cp=2,cp_block_v=32", "kernel=v3,cp=4,block_v=128", "kernel=v3,cp=off,prep=group",
                                  "kernel=v3,cp=off,inverse=f16", "kernel=v3,cp=off,prep=group,inverse=hier",
-                                 "kernel=v3,cp=off,prep=head,prep_ctas=5"}) {
+                                 "kernel=v3,cp=off,prep=head,prep_ctas=5", "kernel=v3,cp=off,inverse=tf32",
+                                 "kernel=v3,cp=off,prep=group,inverse=tf32,block_v=64,mma=sync"}) {
     SCOPED_TRACE(plan);
-    std::pair<Bytes, Bytes> bits[2];
-    for (int k = 0; k < 2; ++k) bits[k] = run_verified(plan + (k == 0 ? ",slot=full" : ",slot=packed"), *v, p, *backend_);
-    EXPECT_TRUE(bits[0].first == bits[1].first) << "o differs";
-    EXPECT_TRUE(bits[0].second == bits[1].second) << "ht differs";
+    const bool lean = plan.find("inverse=f16") == std::string::npos && plan.find("prep_ctas=5") == std::string::npos;
+    std::pair<Bytes, Bytes> bits[3];
+    const char* forms[3] = {",slot=full", ",slot=packed", ",slot=lean"};
+    for (int k = 0; k < (lean ? 3 : 2); ++k) bits[k] = run_verified(plan + forms[k], *v, p, *backend_);
+    for (int k = 1; k < (lean ? 3 : 2); ++k) {
+      EXPECT_TRUE(bits[0].first == bits[k].first) << "o differs" << forms[k];
+      EXPECT_TRUE(bits[0].second == bits[k].second) << "ht differs" << forms[k];
+    }
   }
 }
 

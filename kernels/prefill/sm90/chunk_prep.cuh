@@ -207,10 +207,14 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
 // n-tiles on or below the diagonal, on tensor cores into acc (product_mma), then scaled in fp32
 // and stored (product_store); the row block is a template argument so the loops unroll with no
 // guards, and the masks are selects.
-template <int RB> using RowBlockAcc = float[2 * RB + 2][4];
+// A part of a row block: its n-tile pairs NP0 .. NP1 - 1 (the whole row block by default; the
+// scan's load warps split the longest, whose registers they lack: kernel_v3.cuh scan_pg). Each
+// element's k-steps run in the same order whatever the split, so the same bits.
+template <int RB, int NP0 = 0, int NP1 = RB + 1> using RowBlockAcc = float[2 * (NP1 - NP0)][4];
 
-template <bool IsQ, int RB, int BV, int Ver>
-__device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, RowBlockAcc<RB>& acc) {
+template <bool IsQ, int RB, int BV, int Ver, int NP0 = 0, int NP1 = RB + 1>
+__device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, RowBlockAcc<RB, NP0, NP1>& acc) {
+  static_assert(0 <= NP0 && NP0 < NP1 && NP1 <= RB + 1, "n-tile pairs on or below the diagonal");
   constexpr SmemLayout L(BV, Ver);
   const uint32_t s0 = smem_u32(smem);
   const uint32_t a_base = s0 + (IsQ ? L.q(stage) : L.k(stage)) + a_lane(lane), b_base = s0 + L.k(stage) + b_lane(lane);
@@ -221,19 +225,21 @@ __device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, 
     ptx::ldmatrix_x4(af, ((a_base ^ xor_of(kk)) + half_of(kk)) + uint32_t(RB) * 2048);
     const uint32_t b_kk = (b_base ^ xor_of(kk)) + half_of(kk);
 #pragma unroll
-    for (int np = 0; np <= RB; ++np) {
+    for (int np = NP0; np < NP1; ++np) {
       uint32_t bf[4];
       ptx::ldmatrix_x4(bf, b_kk + uint32_t(np) * 2048);
-      mma(acc[2 * np], af, bf[0], bf[1]);
-      mma(acc[2 * np + 1], af, bf[2], bf[3]);
+      mma(acc[2 * (np - NP0)], af, bf[0], bf[1]);
+      mma(acc[2 * (np - NP0) + 1], af, bf[2], bf[3]);
     }
   }
 }
 
-template <bool IsQ, int RB, int BV, int Ver>
-__device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale, const RowBlockAcc<RB>& acc) {
+// The part holding the diagonal (NP1 = RB + 1) also writes P_g's zeros right of it.
+template <bool IsQ, int RB, int BV, int Ver, int NP0 = 0, int NP1 = RB + 1>
+__device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale,
+                                              const RowBlockAcc<RB, NP0, NP1>& acc) {
   constexpr SmemLayout L(BV, Ver);
-  constexpr int kTiles = 2 * RB + 2;
+  constexpr int kTiles = 2 * (NP1 - NP0), kTile0 = 2 * NP0;
   const int g = lane >> 2, t = lane & 3;
   const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
   const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
@@ -246,8 +252,8 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
   float si[2], gi[2];
 #pragma unroll
   for (int nt = 0; nt < kTiles; ++nt) {
-    rj[nt] = *reinterpret_cast<const float2*>(rk + 8 * nt + 2 * t);
-    gj[nt] = *reinterpret_cast<const float2*>(gam + 8 * nt + 2 * t);
+    rj[nt] = *reinterpret_cast<const float2*>(rk + 8 * (kTile0 + nt) + 2 * t);
+    gj[nt] = *reinterpret_cast<const float2*>(gam + 8 * (kTile0 + nt) + 2 * t);
   }
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
@@ -260,7 +266,7 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     const int i = 16 * RB + g + 8 * hr;
 #pragma unroll
     for (int nt = 0; nt < kTiles; ++nt) {
-      const int j = 8 * nt + 2 * t;
+      const int j = 8 * (kTile0 + nt) + 2 * t;
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
       const float v0 = si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
       const float v1 = si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
@@ -274,9 +280,9 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     }
     // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the
     // mma.sync kernels skip them).
-    if constexpr (IsQ) {
+    if constexpr (IsQ && NP1 == RB + 1) {
 #pragma unroll
-      for (int nt = kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
+      for (int nt = kTile0 + kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
     }
   }
 }
@@ -299,8 +305,18 @@ template <bool Q, int R> struct ProductTask {
   static constexpr int kRB = R;
 };
 
-// f(task, accumulator) for each of this warp's two tasks (four warps), in order.
-template <class F> __device__ __forceinline__ void each_held_task(int warp, HeldProducts& held, F&& f) {
+// f(task, accumulator) for each of this warp's two tasks (four warps), in order. Without P_g
+// (kWithPg false: the lean slot, whose P_g the scan makes) the four K K^T row blocks, one a warp.
+template <bool kWithPg = true, class F> __device__ __forceinline__ void each_held_task(int warp, HeldProducts& held, F&& f) {
+  if constexpr (!kWithPg) {
+    switch (warp) {
+      case 0: f(ProductTask<false, 3>{}, first_task<3>(held)); break;
+      case 1: f(ProductTask<false, 2>{}, first_task<2>(held)); break;
+      case 2: f(ProductTask<false, 1>{}, first_task<1>(held)); break;
+      default: f(ProductTask<false, 0>{}, first_task<0>(held)); break;
+    }
+    return;
+  }
   switch (warp) {
     case 0: f(ProductTask<false, 3>{}, first_task<3>(held)), f(ProductTask<false, 0>{}, second_task<3>(held)); break;
     case 1: f(ProductTask<true, 3>{}, first_task<3>(held)), f(ProductTask<true, 0>{}, second_task<3>(held)); break;
@@ -309,21 +325,21 @@ template <class F> __device__ __forceinline__ void each_held_task(int warp, Held
   }
 }
 
-// This warp's two products into `held` (four warps). No barrier.
-template <int BV, int Ver, class Grp>
+// This warp's two products into `held` (four warps; kWithPg false: its one K K^T row block). No barrier.
+template <int BV, int Ver, bool kWithPg = true, class Grp>
 __device__ __forceinline__ void products_mma(const Grp& grp, uint8_t* smem, int stage, HeldProducts& held) {
   static_assert(Grp::kWarps == 4, "four warps, two tasks each");
   const int lane = grp.tid & 31;
-  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+  each_held_task<kWithPg>(grp.warp(), held, [&](auto task, auto& acc) {
     product_mma<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, stage, acc);
   });
 }
 
 // This warp's two stores (L into lt, P_g into pg of buffer `buf`) from `held`. No barrier.
-template <int BV, int Ver, class Grp>
+template <int BV, int Ver, bool kWithPg = true, class Grp>
 __device__ __forceinline__ void products_store(const Grp& grp, uint8_t* smem, int buf, float scale, HeldProducts& held) {
   const int lane = grp.tid & 31;
-  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+  each_held_task<kWithPg>(grp.warp(), held, [&](auto task, auto& acc) {
     product_store<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, buf, scale, acc);
   });
 }
@@ -342,14 +358,16 @@ __device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int s
 // four warps take two tasks each (products_mma), eight warps one each. Contains a group barrier
 // between the products and the stores (the q/k tiles are dead after it: the preparation kernel's
 // layout puts L and P_g over them); ends without one.
-template <class In, int BV, int Ver, class Grp>
+// kWithPg false (four warps): L only, P_g left to the scan (the lean slot).
+template <class In, int BV, int Ver, bool kWithPg = true, class Grp>
 __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   static_assert(Grp::kWarps == 4 || Grp::kWarps == 8, "four or eight warps share the eight tasks");
+  static_assert(kWithPg || Grp::kWarps == 4, "L alone: four warps");
   if constexpr (Grp::kWarps == 4) {
     HeldProducts held;
-    products_mma<BV, Ver>(grp, smem, stage, held);
+    products_mma<BV, Ver, kWithPg>(grp, smem, stage, held);
     grp.sync();
-    products_store<BV, Ver>(grp, smem, buf, scale, held);
+    products_store<BV, Ver, kWithPg>(grp, smem, buf, scale, held);
   } else {
     switch (grp.warp()) {
       case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
@@ -423,7 +441,7 @@ __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast
 //   kF16 false (the default): two TF32 k-steps of m16n8k8, each operand split into big + rest and
 //     multiplied as big big + big rest + rest big (the rest products first), 2^-20 relative per
 //     product: as accurate as the fp32 FMAs it replaces.
-//   kF16 true (inverse=f16 and inverse=hier; not yet run on a GPU): one m16n8k16 on f16 operands with fp32
+//   kF16 true (inverse=f16 and inverse=hier, the v3 default): one m16n8k16 on f16 operands with fp32
 //     accumulation (fragments.cuh): one MMA instead of six dependent ones and no operand splits.
 //     The host model keeps every stress input within 3 % of the error of exact merges
 //     (tests/cpu/test_prefill_sm90_numerics.cpp, F16MergesStayInsideTheBudget; 10 % for hier).
@@ -635,15 +653,16 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T, the inverse (of form kInverse, InverseForm), A_g. Ends without a
-// barrier after A_g.
-template <class In, int BV, int Ver, int kInverse = kInverseTf32, class Grp>
+// `buf`: scalars, K K^T and Q K^T (kWithPg false: K K^T only, for the lean slot), the inverse (of
+// form kInverse, InverseForm), A_g. Ends without a barrier after A_g.
+template <class In, int BV, int Ver, int kInverse = kInverseTf32, bool kWithPg = true, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
+  static_assert(kWithPg || Ver == kPrepKernel, "only the preparation kernel leaves P_g out");
   chunk_scalars<In, BV, Ver>(grp, smem, stage, buf, gate, a, rows);
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
-  else chunk_products<In, BV, Ver>(grp, smem, stage, buf, a.scale);
+  else chunk_products<In, BV, Ver, kWithPg>(grp, smem, stage, buf, a.scale);
   grp.sync();
   invert_in_place<kInverse>(grp, reinterpret_cast<float*>(smem + L.lt));
   build_ag<In, BV, Ver>(grp, smem, buf);

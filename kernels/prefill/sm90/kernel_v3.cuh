@@ -24,6 +24,7 @@
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
+#include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/segments.h"
@@ -40,14 +41,24 @@ constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 // Workspace slot `slot` of value head h into stage `stage` (workspace.h). Full: the stage's buffer
 // is the slot as it lies in the workspace, one contiguous copy. Packed: each piece to where it lies
 // in the buffer; the tiles' pieces right of the diagonal are not in the slot and stay the zeros
-// zero_tiles wrote.
-template <int BV, int NT, bool kPacked>
+// zero_tiles wrote. Lean: A_g to its tile, the scalars to theirs (P_g is made here: scan_pg).
+template <int BV, int NT, int kSlot>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
   static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a full slot");
-  if constexpr (kPacked) {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, true);
+  if constexpr (kSlot == kSlotLean) {
+    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotLean) + 16 * tid;
+    const uint32_t buf = smem_u32(smem) + L.ag(stage);
+#pragma unroll
+    for (int m = 0; m < (kLeanSlotUsed / 16 + NT - 1) / NT; ++m) {
+      const int at = 16 * (m * NT + tid);
+      if (at < kLeanSlotUsed)
+        ptx::cp_async_16_zfill(buf + uint32_t(at < kLeanSlotScalars ? at : at - kLeanSlotScalars + kSlotScalars),
+                               in + 16 * m * NT, true);
+    }
+  } else if constexpr (kSlot == kSlotPacked) {
+    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotPacked);
     const uint32_t buf = smem_u32(smem) + L.ag(stage);
 #pragma unroll
     for (int m = 0; m < (kPackedSlotPieces + NT - 1) / NT; ++m) {
@@ -63,6 +74,32 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
 #pragma unroll
     for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)
       if (m * NT + tid < kFullSlotBytes / 16) ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
+  }
+}
+
+// P_g of stage `stage` from its q and k tiles (f16 by now) and its scalars (gam, rk, rq), by the
+// four load warps: the preparation's functions (chunk_prep.cuh), so the bits of a full slot's P_g.
+// The ten n-tile pairs of the four row blocks, at most three a warp, at most two at a time (the
+// load warps' registers at block_v 128): row blocks 3 and 2 split. The lean slot's scan only (its transition
+// pass has no outputs).
+template <int BV> __device__ __forceinline__ void scan_pg(uint8_t* smem, int stage, float scale, int ltid) {
+  const int lane = ltid & 31;
+  auto part = [&](auto rb, auto np0, auto np1) {
+    constexpr int RB = decltype(rb)::value, NP0 = decltype(np0)::value, NP1 = decltype(np1)::value;
+    RowBlockAcc<RB, NP0, NP1> acc;
+    product_mma<true, RB, BV, kKernelV3, NP0, NP1>(lane, smem, stage, acc);
+    product_store<true, RB, BV, kKernelV3, NP0, NP1>(lane, smem, stage, scale, acc);
+  };
+  using I0 = std::integral_constant<int, 0>;
+  using I1 = std::integral_constant<int, 1>;
+  using I2 = std::integral_constant<int, 2>;
+  using I3 = std::integral_constant<int, 3>;
+  using I4 = std::integral_constant<int, 4>;
+  switch (ltid >> 5) {
+    case 0: part(I3{}, I0{}, I2{}), part(I0{}, I0{}, I1{}); break;
+    case 1: part(I3{}, I2{}, I4{}); break;
+    case 2: part(I2{}, I0{}, I2{}); break;
+    default: part(I1{}, I0{}, I2{}), part(I2{}, I2{}, I3{}); break;
   }
 }
 
@@ -98,14 +135,14 @@ template <class In, int BV, int NT> __device__ __forceinline__ void qk_to_f16(ui
 // sum_{c >= c0} G_c <= kWarmupLogDecay, or -1 (take the whole segment and M). One warp, 32
 // chunks per step from the end; G_c is the chunk's total log decay, gam at its last token (beside
 // e^G in the slot; all chunks of a segment but a sequence's last are full).
-template <bool kPacked>
+template <int kSlot>
 __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, int c_begin, int c_end, int h, int HV, int lane) {
   float total = 0.f;
   for (int top = c_end - 1; top >= c_begin; top -= 32) {
     const int c = top - lane;
     float G = 0.f;
     if (c >= c_begin)
-      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV, kPacked) + slot_g_offset(kPacked));
+      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV, kSlot) + slot_g_offset(kSlot));
     // Inclusive suffix sum from the segment's end: lane i holds sum over chunks top - i .. top.
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -124,18 +161,23 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
 // warpgroups take them (setmaxnreg) within what the CTA holds: 2 x 128 x 208 + 128 x 88 = 64512
 // (224 / 64 asks for 65536: setmaxnreg.inc then waits forever). 208 / 88 compiles without spills;
 // 224 / 56 spills 92 bytes (the load role), 216 / 72 12.
-constexpr int kStateRegs = 208, kLoadRegs = 88;
+// The lean slot's load warps also make P_g (scan_pg: two n-tile pairs' accumulators and scalars at
+// a time); at 88 whole row blocks spilled 288 bytes. They take 120 and the state warpgroups 192
+// (v4's split): no spills; coarser parts spilled at 200 / 104 (112 bytes) and 184 / 136 (24).
+constexpr int kStateRegs = 208, kLoadRegs = 88, kStateRegsLean = 192, kLoadRegsLean = 120;
 static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
+static_assert(2 * 128 * kStateRegsLean + 128 * kLoadRegsLean <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
 // kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
 // warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
-// kPacked: the workspace's slots are packed (workspace.h).
-template <class In, int BV, bool kOut, bool kWg = false, bool kPacked = false>
+// kSlot: the workspace slots' form (workspace.h SlotForm); lean: the load warps make P_g (scan_pg).
+template <class In, int BV, bool kOut, bool kWg = false, int kSlot = kSlotFull>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
   static_assert(BV == 32 || BV == 64 || (BV == 128 && kWg), "v3: block_v 32 or 64, or 128 on wgmma (setmaxnreg)");
   static_assert(!kWg || BV >= 64, "wgmma: the state warps are whole warpgroups");
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
+  constexpr bool kPgHere = kSlot == kSlotLean && kOut;  // the load warps make P_g
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), warp = tid >> 5;
   const CtaWork w = CtaWork::of(a, v_blocks, BV, cp.seg_chunks);
@@ -151,7 +193,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   if constexpr (!kOut) {
     __shared__ int warm_start;
     if (warp == 0) {
-      const int c0 = a.l2norm ? warmup_start<kPacked>(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
+      const int c0 = a.l2norm ? warmup_start<kSlot>(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
       if (tid == 0) {
         warm_start = c0;
         if (w.vcol0 == 0) cp.warm[w.slot * a.HV + w.h] = c0 >= 0;
@@ -169,13 +211,13 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   // state warps' arrivals): each role waits only for what it needs, with no CTA barrier per chunk.
   __shared__ StageBarriers bars;
   bars.init(tid, NL, kStateWarps * 32);
-  if constexpr (kPacked) zero_tiles<BV>(smem, tid, int(blockDim.x));
+  if constexpr (kSlot == kSlotPacked) zero_tiles<BV>(smem, tid, int(blockDim.x));
   __syncthreads();
 
   // The two roles in separate branches (ptxas allocates 215-217 registers instead of 229 for a
   // shared loop; and a role's registers can be rebalanced by setmaxnreg).
   if (is_state) {
-    if constexpr (BV == 128) ptx::setmaxnreg_inc<kStateRegs>();
+    if constexpr (BV == 128) ptx::setmaxnreg_inc<kPgHere ? kStateRegsLean : kStateRegs>();
     std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, kKernelV3>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
@@ -191,12 +233,12 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
   } else {
-    if constexpr (BV == 128) ptx::setmaxnreg_dec<kLoadRegs>();
+    if constexpr (BV == 128) ptx::setmaxnreg_dec<kPgHere ? kLoadRegsLean : kLoadRegs>();
     auto load = [&](int i) {
       const int c = c_begin + i;
       load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
       load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-      load_slot<BV, NL, kPacked>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+      load_slot<BV, NL, kSlot>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {
@@ -209,9 +251,13 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       if (i + 1 < count) produce(i + 1);
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      if constexpr (!std::is_same_v<In, __half>) {
+      if constexpr (!std::is_same_v<In, __half> || kPgHere) {
         ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-        qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+        if constexpr (!std::is_same_v<In, __half>) qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+      }
+      if constexpr (kPgHere) {
+        if constexpr (!std::is_same_v<In, __half>) ptx::named_bar_sync(kLoadBarrier, NL);  // every row converted
+        scan_pg<BV>(smem, i % 3, a.scale, ltid);
       }
       // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
       if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);

@@ -40,9 +40,9 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <class In, int BV, bool kOut, bool kWg, bool kPacked>
+template <class In, int BV, bool kOut, bool kWg, int kSlot>
 void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, cudaStream_t stream) {
-  const auto scan = prefill_sm90_v3_kernel<In, BV, kOut, kWg, kPacked>;
+  const auto scan = prefill_sm90_v3_kernel<In, BV, kOut, kWg, kSlot>;
   const int smem = SmemLayout(BV, kKernelV3).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
@@ -52,36 +52,42 @@ void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <class In, bool kOut, bool kPacked>
+template <class In, bool kOut, int kSlot>
 void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
                     cudaStream_t stream) {
-  if (block_v == 32) return launch_scan<In, 32, kOut, false, kPacked>(a, slots, ws, cp, stream);
-  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kPacked>(a, slots, ws, cp, stream);
-  if (block_v == 64) return launch_scan<In, 64, kOut, false, kPacked>(a, slots, ws, cp, stream);
+  if (block_v == 32) return launch_scan<In, 32, kOut, false, kSlot>(a, slots, ws, cp, stream);
+  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kSlot>(a, slots, ws, cp, stream);
+  if (block_v == 64) return launch_scan<In, 64, kOut, false, kSlot>(a, slots, ws, cp, stream);
   if constexpr (kOut) {  // the transition pass runs at cp_block_v 32 or 64
-    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kPacked>(a, slots, ws, cp, stream);
+    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kSlot>(a, slots, ws, cp, stream);
   }
   throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
 }
 
-// The preparation kernel of a plan: per value head or per q/k head (prep_group), full or packed
-// slots, the chunk inverse's form (InverseForm), four or five CTAs per SM (prep_ctas, per value head).
-template <class In, bool kGroup, bool kPacked, int kCtas = kPrepCtasPerSm> auto prep_kernel_of(int inverse) {
-  return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseHier, kCtas>
-         : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseF16, kCtas>
-                                  : prefill_sm90_prep_kernel<In, kGroup, kPacked, kInverseTf32, kCtas>;
+// The preparation kernel of a plan: per value head or per q/k head (prep_group), the slot's form,
+// the chunk inverse's form (InverseForm), four or five CTAs per SM (prep_ctas, per value head).
+// The lean slot is built with the hier and TF32 inverses at four CTAs per SM only (plan.cpp checks).
+template <class In, bool kGroup, int kSlot, int kCtas = kPrepCtasPerSm> auto prep_kernel_of(int inverse) {
+  if constexpr (kSlot == kSlotLean)
+    return inverse == kInverseHier ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
+                                   : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
+  else
+    return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
+           : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseF16, kCtas>
+                                    : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
 }
-template <class In, bool kPacked> auto prep_kernel_of(const Plan& p) {
-  if (p.prep_group) return prep_kernel_of<In, true, kPacked>(p.inverse);
-  return p.prep_ctas == kPrepCtasPerSmWide ? prep_kernel_of<In, false, kPacked, kPrepCtasPerSmWide>(p.inverse)
-                                           : prep_kernel_of<In, false, kPacked>(p.inverse);
+template <class In, int kSlot> auto prep_kernel_of(const Plan& p) {
+  if (p.prep_group) return prep_kernel_of<In, true, kSlot>(p.inverse);
+  if constexpr (kSlot != kSlotLean)
+    if (p.prep_ctas == kPrepCtasPerSmWide) return prep_kernel_of<In, false, kSlot, kPrepCtasPerSmWide>(p.inverse);
+  return prep_kernel_of<In, false, kSlot>(p.inverse);
 }
 
 // Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order). With
 // context parallelism (segments.h) the transition pass and the fixup run between the two.
-template <class In, bool kPacked> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   const int L = p.seg_chunks;
-  const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV, kPacked) + 255) / 256 * 256;
+  const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV, kSlot) + 255) / 256 * 256;
   const int64_t seg_bytes = segment_buffer_bytes(a.T, a.N, a.HV, L);
   uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(a.T, a.N, a.HV, L), stream);
   CpArgs cp;
@@ -92,7 +98,7 @@ template <class In, bool kPacked> void launch_v3(const prefill::Args& a, const P
     cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
     cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
   }
-  const auto prep = prep_kernel_of<In, kPacked>(p);
+  const auto prep = prep_kernel_of<In, kSlot>(p);
   const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
   set_smem(prep, prep_smem);
   prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), kPrepKernelThreads, size_t(prep_smem),
@@ -100,13 +106,13 @@ template <class In, bool kPacked> void launch_v3(const prefill::Args& a, const P
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {
-    launch_scan_at<In, false, kPacked>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, stream);
+    launch_scan_at<In, false, kSlot>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, stream);
     set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
     const int64_t ctas = a.N * a.HV * (kHeadDim / kFixupCols);
     prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
-  launch_scan_at<In, true, kPacked>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, stream);
+  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, stream);
 }
 
 // Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.
@@ -128,7 +134,11 @@ template <class In> void launch_block(const prefill::Args& a, const Plan& p, cud
     if (p.block_v == 64) return launch_v4<In, 64>(a, p, stream);
     if (p.block_v == 128) return launch_v4<In, 128>(a, p, stream);
   } else if (p.kernel == kKernelV3) {
-    return p.packed_slot ? launch_v3<In, true>(a, p, stream) : launch_v3<In, false>(a, p, stream);
+    switch (p.slot_form()) {
+      case kSlotPacked: return launch_v3<In, kSlotPacked>(a, p, stream);
+      case kSlotLean: return launch_v3<In, kSlotLean>(a, p, stream);
+      default: return launch_v3<In, kSlotFull>(a, p, stream);
+    }
   } else if (p.kernel == kKernelV2) {
     switch (p.block_v) {
       case 32: return launch_typed<In, 32, kKernelV2>(a, p, stream);

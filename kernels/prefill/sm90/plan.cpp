@@ -42,8 +42,8 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
                         : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
                                                  : "by 16 x 16 solves and three-product TF32 merges",
-                        workspace_bytes(b.tokens, b.sequences, b.HV, packed_slot) / 1048576.0,
-                        packed_slot ? "packed" : "full")
+                        workspace_bytes(b.tokens, b.sequences, b.HV, slot_form()) / 1048576.0,
+                        packed_slot ? "packed" : lean_slot ? "lean (P_g made by the scan's load warps)" : "full")
       : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
@@ -85,6 +85,10 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   Plan p;
   p.kernel = kernel;
   p.wgmma = kernel == kKernelV3 || kernel == kKernelV4;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
+  // The hier inverse in v3's preparation (ninth session, H100, one call each: the whole call
+  // 0.970-0.995x the TF32 form's on the eleven wide cells, at or below it on the qwen, cp and GVA-3
+  // sets; o and ht within 1 % of its rel-L2: docs/notes/prefill-sm90.md).
+  if (kernel == kKernelV3) p.inverse = kInverseHier;
   // The preparation per q/k head where GVA is 3 or more and its grid is at least one and a half
   // waves of four CTAs per SM (H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us; 2/8 1x32768, 1026 CTAs,
   // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us; GVA 3, twelve cells 0.85-0.94x of the whole
@@ -118,7 +122,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
         spec, why));
   };
   Override o;
@@ -160,9 +164,10 @@ Override parse_override(std::string_view spec) {
       else if (value == "head") o.prep_group = 0;
       else throw bad("prep must be head or group");
     } else if (key == "slot") {
-      if (value == "packed") o.packed_slot = 1;
-      else if (value == "full") o.packed_slot = 0;
-      else throw bad("slot must be full or packed");
+      if (value == "packed") o.packed_slot = kSlotPacked;
+      else if (value == "lean") o.packed_slot = kSlotLean;
+      else if (value == "full") o.packed_slot = kSlotFull;
+      else throw bad("slot must be full, packed or lean");
     } else if (key == "prep_ctas") {
       if (value == "4") o.prep_ctas = kPrepCtasPerSm;
       else if (value == "5") o.prep_ctas = kPrepCtasPerSmWide;
@@ -193,8 +198,10 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.prep_group)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.packed_slot)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && (p.packed_slot || p.lean_slot))
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed and slot=lean need kernel v3", spec));
+  if (p.lean_slot && (p.inverse == kInverseF16 || p.prep_ctas != kPrepCtasPerSm))
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=lean is built with inverse=hier|tf32 and prep_ctas=4", spec));
   if (p.prep_ctas != kPrepCtasPerSm && (p.kernel != kKernelV3 || p.prep_group))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep_ctas=5 needs kernel v3 and prep=head", spec));
   if (p.kernel != kKernelV3 && p.inverse != kInverseTf32 && !(p.kernel == kKernelV4 && p.inverse == kInverseHier))
@@ -217,13 +224,13 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
   if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
-  if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == 1;
+  if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == kSlotPacked, p.lean_slot = o.packed_slot == kSlotLean;
   if (o.inverse >= 0) p.inverse = o.inverse;
   if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
-  if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = false;
+  if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = p.lean_slot = false;
   if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;  // v4 keeps it only when named
   if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);

@@ -12,6 +12,7 @@
 
 #include "core/shape.h"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/workspace.h"
 
 namespace gdn::sm90 {
 
@@ -42,14 +43,18 @@ struct Plan {
   // v3: the preparation kernel as one CTA per (slot, q/k head), the GVA group's value heads in
   // turn (prep_kernel.cuh), instead of one per (slot, value head).
   bool prep_group = false;
-  // v3, override only until a GPU has measured them (docs/notes/prefill-sm90.md): the packed
-  // workspace slot (workspace.h: the tiles' lower pieces and the scan's vectors, 10112 bytes
-  // instead of 18448), and the chunk inverse's form (smem_layout.h InverseForm: f16 merges, or
-  // 8 x 8 diagonal eliminations in registers and f16 merges).
+  // v3: the workspace slot's form (workspace.h SlotForm). Override only: packed (the tiles' lower
+  // pieces and the scan's vectors, 10112 bytes instead of 18448; slower where the scan is
+  // latency-bound) and lean (no P_g: the scan's load warps compute it, 10368 bytes).
   bool packed_slot = false;
+  bool lean_slot = false;
+  int slot_form() const { return packed_slot ? kSlotPacked : lean_slot ? kSlotLean : kSlotFull; }
+  // The chunk inverse's form (smem_layout.h InverseForm): TF32 here (v1, v2, v4); choose() gives
+  // v3 the hier form (8 x 8 diagonal eliminations in registers, f16 merges) since the ninth session
+  // (0.97-0.995x the TF32 form's whole call on the wide A/B set, H100); tf32 and f16 by override.
   int inverse = kInverseTf32;
   // v3: the preparation kernel's CTAs per SM (its register bound): 4, or 5 for the per-value-head
-  // form (override prep_ctas=5, not yet run on a GPU).
+  // form (override prep_ctas=5, measured slower).
   int prep_ctas = kPrepCtasPerSm;
 
   int warps() const { return warps_for(block_v, kernel); }
@@ -64,7 +69,7 @@ struct Plan {
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
-           packed_slot == o.packed_slot && inverse == o.inverse && prep_ctas == o.prep_ctas;
+           packed_slot == o.packed_slot && lean_slot == o.lean_slot && inverse == o.inverse && prep_ctas == o.prep_ctas;
   }
 };
 
@@ -92,7 +97,7 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
+// slot=full|packed|lean, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -100,7 +105,7 @@ struct Override {
   int cp_block_v = 0;
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
-  int packed_slot = -1;  // slot=packed (1) or slot=full (0); -1 when not given
+  int packed_slot = -1;  // slot=full|packed|lean (SlotForm: 0, 1, 2); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
   int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
 };

@@ -8,10 +8,10 @@
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
 // same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
-// kPacked: the packed slot (workspace.h; override slot=packed). kInverse: the chunk inverse's form
-// (smem_layout.h InverseForm; override inverse=f16|hier). kCtas: CTAs per SM, the registers' bound
-// (kPrepCtasPerSmWide for the per-value-head form with prep_ctas=5). None is chosen by the plan
-// until a GPU has measured it.
+// kSlot: the slot's form (workspace.h SlotForm; override slot=packed|lean: lean leaves Q K^T and
+// P_g to the scan). kInverse: the chunk inverse's form (smem_layout.h InverseForm; hier by default,
+// override inverse=tf32|f16). kCtas: CTAs per SM, the registers' bound (kPrepCtasPerSmWide for the
+// per-value-head form with prep_ctas=5, measured slower).
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -31,13 +31,19 @@ namespace gdn::sm90 {
 
 // The slot of value head h (workspace.h). Full: A_g and P_g as they lie in shared memory, then the
 // scalars. Packed: A_g's and P_g's pieces on or left of the diagonal, the scan's vectors and e^G,
-// G, piece by piece from where they lie.
-template <bool kPacked>
+// G, piece by piece from where they lie. Lean: A_g, then the scalars.
+template <int kSlot>
 __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
-  uint8_t* out = ws + slot_offset(slot, h, HV, kPacked);
-  if constexpr (kPacked) {
+  uint8_t* out = ws + slot_offset(slot, h, HV, kSlot);
+  if constexpr (kSlot == kSlotLean) {
+    for (int e = tid; e < kLeanSlotUsed / 16; e += NT) {
+      const int at = 16 * e;
+      const uint8_t* src = at < kLeanSlotScalars ? smem + L.ag(0) + at : smem + L.scalars(0) + (at - kLeanSlotScalars);
+      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+    }
+  } else if constexpr (kSlot == kSlotPacked) {
     for (int e = tid; e < kPackedSlotPieces; e += NT) {
       const SlotPiece at = slot_piece(e);
       const uint8_t* src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
@@ -54,7 +60,7 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
   }
 }
 
-template <class In, bool kGroup = false, bool kPacked = false, int kInverse = kInverseTf32, int kCtas = kPrepCtasPerSm>
+template <class In, bool kGroup = false, int kSlot = kSlotFull, int kInverse = kInverseTf32, int kCtas = kPrepCtasPerSm>
 __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
   static_assert(kCtas == kPrepCtasPerSm || !kGroup, "the per-q/k-head form spills at five CTAs per SM");
   constexpr int NT = kPrepKernelThreads;
@@ -81,16 +87,16 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_k
     const dev::GateIn gate = gate_of_head(h);
     __pipeline_wait_prior(0);
     __syncthreads();
-    prepare_chunk<In, 0, kPrepKernel, kInverse>(all, smem, 0, 0, gate, a, rows);
+    prepare_chunk<In, 0, kPrepKernel, kInverse, kSlot != kSlotLean>(all, smem, 0, 0, gate, a, rows);
     __syncthreads();
-    write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
+    write_slot<kSlot>(smem, ws, slot, h, a.HV, tid);
   } else {
     __pipeline_wait_prior(0);
     __syncthreads();
     chunk_norms<In, 0, kPrepKernel>(all, smem, 0, 0, a, rows);  // rk, rq: the group's, kept in the scalars
     __syncthreads();
     HeldProducts held;  // this warp's K K^T / Q K^T tiles, kept for every value head of the group
-    products_mma<0, kPrepKernel>(all, smem, 0, held);
+    products_mma<0, kPrepKernel, kSlot != kSlotLean>(all, smem, 0, held);
     __syncthreads();  // the q/k tiles are dead: L and P_g go over them
     dev::GateIn gate = gate_of_head(hk * group);
     for (int j = 0; j < group; ++j) {
@@ -103,12 +109,12 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_k
       if (j + 1 < group) gate = gate_of_head(h + 1);  // in flight while this head is prepared
       chunk_scalings<0, kPrepKernel>(fresh, smem, 0, a, rows);
       __syncthreads();
-      products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
+      products_store<0, kPrepKernel, kSlot != kSlotLean>(fresh, smem, 0, a.scale, held);
       __syncthreads();
       invert_in_place<kInverse>(fresh, reinterpret_cast<float*>(smem + L.lt));
       build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
       __syncthreads();
-      write_slot<kPacked>(smem, ws, slot, h, a.HV, tid);
+      write_slot<kSlot>(smem, ws, slot, h, a.HV, tid);
       __syncthreads();  // the next head overwrites the tiles and scalars
     }
   }

@@ -37,10 +37,11 @@ constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows 
 // every chunk in a kernel of its own, then scans (state warps and load warps). kPrepKernel names
 // the layout of v3's preparation kernel.
 constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kKernelV4 = 4, kPrepKernel = 10;
-// The chunk inverse's forms (Plan::inverse; chunk_prep.cuh invert_in_place): the default, 16 x 16
-// diagonal blocks by fp32 forward substitution and three-product TF32 merges; kInverseF16, the same
-// blocks and merges on f16 operands; kInverseHier, 8 x 8 diagonal blocks by fp32 elimination in
-// registers and every merge level (8 -> 16 too) on f16 operands (v3; hier for v4 too), override only.
+// The chunk inverse's forms (Plan::inverse; chunk_prep.cuh invert_in_place): kInverseTf32, 16 x 16
+// diagonal blocks by fp32 forward substitution and three-product TF32 merges (v1, v2, v4); kInverseF16,
+// the same blocks and merges on f16 operands (v3, override); kInverseHier, 8 x 8 diagonal blocks by
+// fp32 elimination in registers and every merge level (8 -> 16 too) on f16 operands (v3's default
+// since the ninth session; v4 by override).
 enum InverseForm { kInverseTf32 = 0, kInverseF16 = 1, kInverseHier = 2 };
 constexpr int kPrepWarps = 4;  // v2, v4: the warps preparing the next chunk, after the state warps; v3: the load warps
 constexpr int kPrepKernelThreads = 128;
@@ -48,7 +49,7 @@ constexpr int kPrepKernelThreads = 128;
 // K K^T / Q K^T tiles in registers across its group's heads in 128 registers without spills (three
 // CTAs of 166 registers measured slower: 16/64 4096x8 prep 564 against 514 us).
 constexpr int kPrepCtasPerSm = 4;
-// The per-value-head form at five CTAs per SM (override prep_ctas=5, not yet run on a GPU): 96
+// The per-value-head form at five CTAs per SM (override prep_ctas=5, measured 1.01-1.21x slower, ninth session): 96
 // registers without spills (93-96), a fifth more warps to hide its stalls; the per-q/k-head form
 // spills at 96 (8-32 bytes) and stays at four.
 constexpr int kPrepCtasPerSmWide = 5;

@@ -1,12 +1,13 @@
 // The workspace of kernel v3 (host and device, C++17, no CUDA): the preparation kernel writes, for
 // every (chunk, value head), one slot of what the scan reads, and the scan copies it back into
 // shared memory in 16-byte pieces (the tiles keep their 128-byte swizzle in shared memory, so
-// neither side rearranges elements). Two forms (Plan::packed_slot):
+// neither side rearranges elements). Three forms (Plan::slot_form()):
 // full (the default), the buffer as it lies in shared memory, 18448 bytes:
 //   [0, 8 KiB)          A_g = Gam * A_r * diag(beta), f16 [64][64], swizzled
 //   [8 KiB, 16 KiB)     P_g = scale Gam * (Q^ K^T), f16 [64][64], swizzled
 //   [16 KiB, +2064)     the chunk's per-token vectors, e^G and G (smem_layout.h enum Scalar)
-// packed (override slot=packed; not yet run on a GPU), what the scan reads, 10112 bytes:
+// packed (override slot=packed; measured slower in the scan where it is latency-bound), what the
+// scan reads, 10112 bytes:
 //   pieces [0, 288)     A_g: only the pieces on or left of the diagonal (row r's pieces 0 .. r / 8),
 //                       by piece column, then row
 //   pieces [288, 576)   P_g, the same way
@@ -14,6 +15,11 @@
 //   piece 624           e^G, then G (the chunk's total log decay: the transition pass's warm-up)
 //   The pieces right of the diagonal are zeros and never travel (the scan zeroes them once per
 //   stage), nor do the vectors only the preparation uses: 45 % fewer bytes through DRAM, twice.
+// lean (override slot=lean): no P_g; the scan's load warps compute it from the stage's q and k
+// with the same functions (chunk_prep.cuh product_mma / product_store, so the same bits), 10368
+// bytes (10256 used, padded to whole 128-byte lines):
+//   [0, 8 KiB)          A_g, as in the full slot
+//   [8 KiB, +2064)      the chunk's per-token vectors, e^G and G, as in the full slot
 // Slots are numbered without a prefix sum over the batch: chunk c of sequence n is slot
 // floor(bos_n / 64) + n + c. Sequence n has ceil(len_n / 64) chunks and
 // floor(bos_{n+1} / 64) + n + 1 >= floor(bos_n / 64) + floor(len_n / 64) + n + 1 >= slot of its
@@ -44,11 +50,22 @@ constexpr int kSlotGPiece = kPackedSlotPieces - 1;  // e^G, G
 constexpr int kPackedSlotBytes = (16 * kPackedSlotPieces + 127) / 128 * 128;
 static_assert(kTrianglePieces == 288 && kPackedSlotPieces == 625, "the packed slot's pieces");
 
-GDN_HD constexpr int slot_bytes(bool packed) { return packed ? kPackedSlotBytes : kFullSlotBytes; }
+// The lean slot: A_g, then the vectors (where P_g was in the full slot, they move up one tile).
+constexpr int kLeanSlotScalars = kHalfTileBytes;
+constexpr int kLeanSlotUsed = kLeanSlotScalars + kScalarBytes;
+constexpr int kLeanSlotBytes = (kLeanSlotUsed + 127) / 128 * 128;
+static_assert(kLeanSlotUsed % 16 == 0, "slots are copied in 16-byte pieces");
+
+// The slot forms (Plan::slot_form; a bool converts to full / packed).
+enum SlotForm { kSlotFull = 0, kSlotPacked = 1, kSlotLean = 2 };
+GDN_HD constexpr int slot_bytes(int form) {
+  return form == kSlotPacked ? kPackedSlotBytes : form == kSlotLean ? kLeanSlotBytes : kFullSlotBytes;
+}
 // Byte offset of G (the chunk's total log decay) in a slot: beside e^G in the packed form; gam at
-// the chunk's last token in the full one (the same float, as the default read it before).
-GDN_HD constexpr int slot_g_offset(bool packed) {
-  return packed ? 16 * kSlotGPiece + 4 : kSlotScalars + (int(kGam) * kChunk + kChunk - 1) * 4;
+// the chunk's last token in the full and lean ones (the same float, as the default read it before).
+GDN_HD constexpr int slot_g_offset(int form) {
+  return form == kSlotPacked ? 16 * kSlotGPiece + 4
+                             : (form == kSlotLean ? kLeanSlotScalars : kSlotScalars) + (int(kGam) * kChunk + kChunk - 1) * 4;
 }
 
 // First piece of piece column p in a triangle: sum over q < p of (64 - 8 q).
@@ -78,10 +95,10 @@ GDN_HD int64_t first_slot(int64_t bos, int64_t n) { return bos / kChunk + n; }
 // Slots of a batch of T packed tokens in N sequences.
 GDN_HD int64_t slot_count(int64_t T, int64_t N) { return T / kChunk + N; }
 // Byte offset of (slot, value head h) in the workspace.
-GDN_HD int64_t slot_offset(int64_t slot, int h, int HV, bool packed) { return (slot * HV + h) * int64_t(slot_bytes(packed)); }
+GDN_HD int64_t slot_offset(int64_t slot, int h, int HV, int form) { return (slot * HV + h) * int64_t(slot_bytes(form)); }
 // Workspace bytes of a call (slots x value heads).
-GDN_HD int64_t workspace_bytes(int64_t T, int64_t N, int HV, bool packed) {
-  return slot_count(T, N) * HV * int64_t(slot_bytes(packed));
+GDN_HD int64_t workspace_bytes(int64_t T, int64_t N, int HV, int form) {
+  return slot_count(T, N) * HV * int64_t(slot_bytes(form));
 }
 
 }  // namespace gdn::sm90
