@@ -44,6 +44,7 @@ TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
   Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
   v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64 or 128, mma.sync at 32
   v3_32.inverse = v3_64.inverse = sm90::kInverseHier;  // v3's preparation inverts by the hier form
+  v3_32.prep_group = v3_64.prep_group = true;           // GVA 2, 513 and 129 slots x 16 q/k heads
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3), v3_32);  // unsplit; the default splits it (below)
   EXPECT_FALSE(sm90::choose(one, 132, sm90::kKernelV3).wgmma_at(32));
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3).block_v, sm90::choose(one, 132, sm90::kKernelV2).block_v);
@@ -75,22 +76,28 @@ TEST(Sm90Plan, V3TakesBlockV128WhereItShortensTheWaves) {
   EXPECT_TRUE(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).wgmma_at(128));
 }
 
-// The preparation per q/k head where GVA is 3 or more and the grid is deep (prep_kernel.cuh).
+// The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
+// (prep_kernel.cuh; each CTA prepares its GVA value heads in turn; H100: 130-132 CTAs lose, 258 win).
 bool prep_group(std::vector<int64_t> lens, int h, int hv) {
   return sm90::choose(Batch::of(prefill(lens, h, hv)), 132).prep_group;
 }
-TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsThreeOrMoreAndTheGridDeep) {
+TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsTwoOrMoreAndTheGridDeep) {
   const std::vector<int64_t> eight(8, 4096);
   EXPECT_TRUE(prep_group(eight, 16, 64));
   EXPECT_TRUE(prep_group(eight, 8, 32));
   EXPECT_TRUE(prep_group(eight, 4, 16));
-  EXPECT_FALSE(prep_group(eight, 16, 32));  // GVA 2
+  EXPECT_TRUE(prep_group(eight, 16, 32));   // GVA 2
+  EXPECT_FALSE(prep_group(eight, 16, 16));  // GVA 1: nothing to share
+  EXPECT_FALSE(prep_group(eight, 32, 32));
   EXPECT_TRUE(prep_group(eight, 8, 24));    // GVA 3
   EXPECT_TRUE(prep_group(eight, 16, 48));
-  EXPECT_FALSE(prep_group({2048}, 8, 24));  // 33 slots x 8 q/k heads: under 1.5 waves
-  EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 slots x 2 q/k heads
-  EXPECT_TRUE(prep_group({32768}, 2, 8));   // 513 x 2 = 1026 CTAs: 1.94 waves of four per SM
-  EXPECT_FALSE(prep_group({8192}, 2, 8));   // 129 x 2 = 258: under 1.5 waves
+  EXPECT_TRUE(prep_group({2048}, 16, 32));  // 33 slots x 16 q/k heads = 528 CTAs
+  EXPECT_TRUE(prep_group({2048}, 8, 24));   // 33 x 8 = 264
+  EXPECT_TRUE(prep_group({8192}, 2, 8));    // 129 x 2 = 258 >= 1.5 x 132
+  EXPECT_FALSE(prep_group({4096}, 2, 8));   // 65 x 2 = 130
+  EXPECT_FALSE(prep_group({2048}, 4, 16));  // 33 x 4 = 132
+  EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 x 2 = 66
+  EXPECT_TRUE(prep_group({32768}, 2, 8));   // 513 x 2 = 1026
   const Plan chosen{64, sm90::kKernelV3};
   EXPECT_TRUE(sm90::apply_override(chosen, "prep=group").prep_group);
   EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "prep=group"), "prep=head").prep_group);
@@ -580,8 +587,8 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   const std::string v3 = sm90::choose(Batch::of(s), 132, sm90::kKernelV3).describe(Batch::of(s), 132);
   EXPECT_EQ(v3.find("block_v 32 (6 warps, 2 own the state, 4 load), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size())
       << v3;
-  // 32768 tokens in one sequence: 513 slots x 32 heads of 18448 bytes.
-  EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 32 CTAs")) << v3;
+  // 32768 tokens in one sequence: 513 slots x 32 value heads of 18448 bytes, prepared per q/k head (GVA 2).
+  EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 16 CTAs of 128 threads, one per q/k head")) << v3;
   EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
   EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
   EXPECT_TRUE(test::contains(v3, "the inverse by 8 x 8 eliminations and f16 merges")) << v3;

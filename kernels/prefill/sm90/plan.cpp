@@ -89,12 +89,14 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // 0.970-0.995x the TF32 form's on the eleven wide cells, at or below it on the qwen, cp and GVA-3
   // sets; o and ht within 1 % of its rel-L2: docs/notes/prefill-sm90.md).
   if (kernel == kKernelV3) p.inverse = kInverseHier;
-  // The preparation per q/k head where GVA is 3 or more and its grid is at least one and a half
-  // waves of four CTAs per SM (H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us; 2/8 1x32768, 1026 CTAs,
-  // 106 -> 85 us; 2/8 1x2048, 66 CTAs, 12 -> 36 us; GVA 3, twelve cells 0.85-0.94x of the whole
-  // call: docs/notes/prefill-sm90.md).
-  p.prep_group = kernel == kKernelV3 && b.HV >= 3 * b.H &&
-                 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * kPrepCtasPerSm * int64_t(sm_count);
+  // The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
+  // (each CTA prepares its GVA value heads in turn). H200, seventh session: 16/64 4096x8, 8320 CTAs,
+  // 703 -> 514 us; 2/8 1x32768, 1026 CTAs, 106 -> 85 us; GVA 3, twelve cells 0.85-0.94x of the
+  // whole call. H100, ninth session (the hier inverse), whole call against per value head: all 19
+  // 16/32 cells 0.92-0.97x; the 19 GVA 3-4 cells of 258-544 CTAs 0.87-0.99x; 2/8 1x4096 (130
+  // CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66) 1.10x. docs/notes/prefill-sm90.md.
+  p.prep_group = kernel == kKernelV3 && b.H > 0 && b.HV >= 2 * b.H &&
+                 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
   // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
   // head, each chunk prepared once.
   const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;

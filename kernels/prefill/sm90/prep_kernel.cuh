@@ -7,7 +7,7 @@
 // kGroup: one CTA per (slot, q/k head) instead: q and k loaded, normed and multiplied once, then
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
-// same bits; the plan takes it where GVA is 3 or more and the grid deep (plan.h).
+// same bits; the plan takes it where GVA is 2 or more and its grid has 1.5 CTAs per SM (plan.cpp).
 // kSlot: the slot's form (workspace.h SlotForm; override slot=packed|lean: lean leaves Q K^T and
 // P_g to the scan). kInverse: the chunk inverse's form (smem_layout.h InverseForm; hier by default,
 // override inverse=tf32|f16). kCtas: CTAs per SM, the registers' bound (kPrepCtasPerSmWide for the
