@@ -44,7 +44,8 @@ TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
   Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
   v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64 or 128, mma.sync at 32
   v3_32.inverse = v3_64.inverse = sm90::kInverseHier;  // v3's preparation inverts by the hier form
-  v3_32.prep_group = v3_64.prep_group = true;           // GVA 2, 513 and 129 slots x 16 q/k heads
+  v3_32.prep_group = v3_64.prep_group = true;           // GVA 2, 513 and 130 slots x 16 q/k heads
+  v3_32.bulk_slot_writes = v3_64.bulk_slot_writes = true;  // 8208 and 2080 preparation CTAs: several waves
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3), v3_32);  // unsplit; the default splits it (below)
   EXPECT_FALSE(sm90::choose(one, 132, sm90::kKernelV3).wgmma_at(32));
   EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3).block_v, sm90::choose(one, 132, sm90::kKernelV2).block_v);
@@ -106,6 +107,29 @@ TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsTwoOrMoreAndTheGridDeep) {
   const Batch b = Batch::of(prefill(eight, 16, 64));
   const std::string line = sm90::choose(b, 132).describe(b, 132);
   EXPECT_TRUE(test::contains(line, "(520 x 16 CTAs of 128 threads, one per q/k head")) << line;
+}
+
+// The slot written by bulk copies where the preparation's grid is more than one wave of four CTAs
+// per SM (528 on 132 SMs), else by every thread; slot_write overrides either way.
+TEST(Sm90Plan, BulkSlotWritesWhereThePreparationHasSeveralWaves) {
+  auto bulk = [](std::vector<int64_t> lens, int h, int hv) {
+    return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132).bulk_slot_writes;
+  };
+  EXPECT_TRUE(bulk(std::vector<int64_t>(8, 4096), 16, 64));  // 520 slots x 16 q/k heads
+  EXPECT_TRUE(bulk({32768}, 16, 16));                         // 513 x 16 value heads
+  EXPECT_FALSE(bulk({2048}, 2, 8));                           // 33 x 8 = 264
+  EXPECT_FALSE(bulk({8192}, 2, 8));                           // 129 x 2 = 258 (per q/k head)
+  EXPECT_FALSE(bulk({2048}, 16, 32));                         // 33 x 16 = 528: one wave
+  EXPECT_TRUE(bulk({4096}, 16, 32));                          // 65 x 16 = 1040
+  EXPECT_FALSE(sm90::choose(Batch::of(prefill({32768}, 16, 16)), 132, sm90::kKernelV1).bulk_slot_writes);
+  const Plan chosen = sm90::choose(Batch::of(prefill({2048}, 2, 8)), 132);
+  EXPECT_TRUE(sm90::apply_override(chosen, "slot_write=bulk").bulk_slot_writes);
+  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "slot_write=bulk"), "slot_write=threads").bulk_slot_writes);
+  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "slot_write=bulk"), "kernel=v1").bulk_slot_writes);
+  for (const char* bad : {"slot_write=tma", "kernel=v4,slot_write=bulk"})
+    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
+  const Batch b = Batch::of(prefill({4096}, 16, 32));
+  EXPECT_TRUE(test::contains(sm90::choose(b, 132).describe(b, 132), "of full slots, written by bulk copies)"));
 }
 
 TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {

@@ -99,7 +99,8 @@ std::vector<Case> cases() {
                                    "v3,inverse=tf32", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
                                    "v4,block_v=128,inverse=hier", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
                                    "v3,cp=2,block_v=128,slot=lean", "v3,block_v=64,mma=sync,slot=lean",
-                                   "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean"})
+                                   "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean", "v3,slot_write=bulk",
+                                   "v3,prep=group,slot_write=bulk", "v3,cp=2,block_v=128,slot=lean,slot_write=bulk"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -112,6 +113,7 @@ std::vector<Case> cases() {
       if (kernel.find("cp=1") != std::string::npos) label += "_cp1";
       if (kernel.find("slot=packed") != std::string::npos) label += "_packed";
       if (kernel.find("slot=lean") != std::string::npos) label += "_lean";
+      if (kernel.find("slot_write=bulk") != std::string::npos) label += "_bulk";
       if (kernel.find("inverse=tf32") != std::string::npos) label += "_tf32inverse";
       if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
       if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
@@ -195,7 +197,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
                                  "kernel=v3,cp=2,block_v=128", "kernel=v4", "kernel=v4,block_v=128",
                                  "kernel=v3,prep=group", "kernel=v3,slot=packed", "kernel=v3,cp=2,slot=packed",
                                  "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=tf32", "kernel=v3,inverse=hier,prep=group",
-                                 "kernel=v3,slot=lean", "kernel=v3,cp=2,slot=lean", "kernel=v3,block_v=128,slot=lean"}) {
+                                 "kernel=v3,slot=lean", "kernel=v3,cp=2,slot=lean", "kernel=v3,block_v=128,slot=lean",
+                                 "kernel=v3,slot_write=bulk", "kernel=v3,slot_write=bulk,prep=group"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -362,7 +365,8 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
 // preparation's functions: the same bits as the full slot for every scan form (mma.sync at block_v
 // 32 and 64, wgmma at 64 and 128, a split with its transition pass and warm-up), both preparation
 // forms and every inverse form (the inverse forms change the bits, the same in every slot form;
-// lean is built with hier and tf32 at four preparation CTAs per SM).
+// lean is built with hier and tf32 at four preparation CTAs per SM). The full and lean slots are
+// written both ways, by bulk copies and by every thread: the same bytes.
 TEST_F(Sm90PrefillBits, PackedAndLeanSlotsGiveTheFullSlotsBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
@@ -378,10 +382,12 @@ TEST_F(Sm90PrefillBits, PackedAndLeanSlotsGiveTheFullSlotsBits) {
                                  "kernel=v3,cp=off,prep=group,inverse=tf32,block_v=64,mma=sync"}) {
     SCOPED_TRACE(plan);
     const bool lean = plan.find("inverse=f16") == std::string::npos && plan.find("prep_ctas=5") == std::string::npos;
-    std::pair<Bytes, Bytes> bits[3];
-    const char* forms[3] = {",slot=full", ",slot=packed", ",slot=lean"};
-    for (int k = 0; k < (lean ? 3 : 2); ++k) bits[k] = run_verified(plan + forms[k], *v, p, *backend_);
-    for (int k = 1; k < (lean ? 3 : 2); ++k) {
+    std::pair<Bytes, Bytes> bits[5];
+    const char* forms[5] = {",slot=full,slot_write=threads", ",slot=full,slot_write=bulk", ",slot=packed",
+                            ",slot=lean,slot_write=threads", ",slot=lean,slot_write=bulk"};
+    const int n = lean ? 5 : 3;
+    for (int k = 0; k < n; ++k) bits[k] = run_verified(plan + forms[k], *v, p, *backend_);
+    for (int k = 1; k < n; ++k) {
       EXPECT_TRUE(bits[0].first == bits[k].first) << "o differs" << forms[k];
       EXPECT_TRUE(bits[0].second == bits[k].second) << "ht differs" << forms[k];
     }

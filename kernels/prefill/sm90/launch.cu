@@ -102,7 +102,7 @@ template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan
   const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
   set_smem(prep, prep_smem);
   prep<<<dim3(unsigned(slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), kPrepKernelThreads, size_t(prep_smem),
-         stream>>>(a, ws);
+         stream>>>(a, ws, p.bulk_slot_writes);
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {

@@ -35,7 +35,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
   const std::string how =
       kernel == kKernelV3
           ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
-                        "the inverse {}; {:.1f} MiB workspace of {} slots), then the scan",
+                        "the inverse {}; {:.1f} MiB workspace of {} slots{}), then the scan",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
                         SmemLayout(0, kPrepKernel).bytes / 1024.0, prep_ctas,
@@ -43,7 +43,8 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
                                                  : "by 16 x 16 solves and three-product TF32 merges",
                         workspace_bytes(b.tokens, b.sequences, b.HV, slot_form()) / 1048576.0,
-                        packed_slot ? "packed" : lean_slot ? "lean (P_g made by the scan's load warps)" : "full")
+                        packed_slot ? "packed" : lean_slot ? "lean (P_g made by the scan's load warps)" : "full",
+                        packed_slot ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread")
       : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
@@ -97,6 +98,10 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66) 1.10x. docs/notes/prefill-sm90.md.
   p.prep_group = kernel == kKernelV3 && b.H > 0 && b.HV >= 2 * b.H &&
                  2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
+  // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
+  // single thread's wait for its copies is hidden by the other CTAs there, not in one wave.
+  p.bulk_slot_writes = kernel == kKernelV3 && slot_count(b.tokens, b.sequences) * (p.prep_group ? b.H : b.HV) >
+                                                  int64_t(kPrepCtasPerSm) * sm_count;
   // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
   // head, each chunk prepared once.
   const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
@@ -124,7 +129,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
         spec, why));
   };
   Override o;
@@ -170,6 +175,10 @@ Override parse_override(std::string_view spec) {
       else if (value == "lean") o.packed_slot = kSlotLean;
       else if (value == "full") o.packed_slot = kSlotFull;
       else throw bad("slot must be full, packed or lean");
+    } else if (key == "slot_write") {
+      if (value == "bulk") o.bulk_slot_writes = 1;
+      else if (value == "threads") o.bulk_slot_writes = 0;
+      else throw bad("slot_write must be bulk or threads");
     } else if (key == "prep_ctas") {
       if (value == "4") o.prep_ctas = kPrepCtasPerSm;
       else if (value == "5") o.prep_ctas = kPrepCtasPerSmWide;
@@ -200,6 +209,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.prep_group)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
+  if (p.kernel != kKernelV3 && p.bulk_slot_writes)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot_write=bulk needs kernel v3", spec));
   if (p.kernel != kKernelV3 && (p.packed_slot || p.lean_slot))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed and slot=lean need kernel v3", spec));
   if (p.lean_slot && (p.inverse == kInverseF16 || p.prep_ctas != kPrepCtasPerSm))
@@ -228,11 +239,13 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
   if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == kSlotPacked, p.lean_slot = o.packed_slot == kSlotLean;
   if (o.inverse >= 0) p.inverse = o.inverse;
+  if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
   if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = p.lean_slot = false;
+  if (p.kernel != kKernelV3 && o.bulk_slot_writes < 0) p.bulk_slot_writes = false;
   if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;  // v4 keeps it only when named
   if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);

@@ -48,6 +48,11 @@ struct Plan {
   // latency-bound) and lean (no P_g: the scan's load warps compute it, 10368 bytes).
   bool packed_slot = false;
   bool lean_slot = false;
+  // v3: the preparation writes a full or lean slot by bulk copies from one thread (prep_kernel.cuh
+  // write_slot) where its grid is more than one wave of CTAs, else by every thread's 16-byte stores
+  // (ninth session, H100: 0.98-0.99x the whole call on the wide cells, 1.01-1.02x on single-wave
+  // 2/8 cells). Override slot_write=bulk|threads.
+  bool bulk_slot_writes = false;
   int slot_form() const { return packed_slot ? kSlotPacked : lean_slot ? kSlotLean : kSlotFull; }
   // The chunk inverse's form (smem_layout.h InverseForm): TF32 here (v1, v2, v4); choose() gives
   // v3 the hier form (8 x 8 diagonal eliminations in registers, f16 merges) since the ninth session
@@ -69,7 +74,8 @@ struct Plan {
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
-           packed_slot == o.packed_slot && lean_slot == o.lean_slot && inverse == o.inverse && prep_ctas == o.prep_ctas;
+           packed_slot == o.packed_slot && lean_slot == o.lean_slot && bulk_slot_writes == o.bulk_slot_writes &&
+           inverse == o.inverse && prep_ctas == o.prep_ctas;
   }
 };
 
@@ -97,7 +103,7 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed|lean, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
+// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -106,6 +112,7 @@ struct Override {
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
   int packed_slot = -1;  // slot=full|packed|lean (SlotForm: 0, 1, 2); -1 when not given
+  int bulk_slot_writes = -1;  // slot_write=bulk (1) or threads (0); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
   int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
 };

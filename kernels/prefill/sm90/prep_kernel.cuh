@@ -14,6 +14,7 @@
 // per-value-head form with prep_ctas=5, measured slower).
 #pragma once
 
+#include <cuda/ptx>
 #include <cuda_pipeline.h>
 
 #include <cstdint>
@@ -30,24 +31,43 @@
 namespace gdn::sm90 {
 
 // The slot of value head h (workspace.h). Full: A_g and P_g as they lie in shared memory, then the
-// scalars. Packed: A_g's and P_g's pieces on or left of the diagonal, the scan's vectors and e^G,
-// G, piece by piece from where they lie. Lean: A_g, then the scalars.
+// scalars. Lean: A_g, then the scalars. Packed: A_g's and P_g's pieces on or left of the diagonal,
+// the scan's vectors and e^G, G, piece by piece. bulk (full and lean; Plan::bulk_slot_writes): the
+// runs of shared memory go out as bulk copies issued by one thread (the TMA unit reads shared
+// memory: no register round trip a 16-byte piece), which it waits for before the buffers are
+// written again or the CTA exits; the caller fences the group's writes to the async proxy
+// (fence_slot_writes) before its barrier. Otherwise every thread stores 16-byte pieces.
 template <int kSlot>
-__device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid) {
+__device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   uint8_t* out = ws + slot_offset(slot, h, HV, kSlot);
-  if constexpr (kSlot == kSlotLean) {
-    for (int e = tid; e < kLeanSlotUsed / 16; e += NT) {
-      const int at = 16 * e;
-      const uint8_t* src = at < kLeanSlotScalars ? smem + L.ag(0) + at : smem + L.scalars(0) + (at - kLeanSlotScalars);
-      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
+  if constexpr (kSlot != kSlotPacked) {
+    if (bulk) {
+      if (tid == 0) {
+        namespace cp = cuda::ptx;
+        cp::cp_async_bulk(cp::space_global, cp::space_shared, out, smem + L.ag(0), uint32_t(kHalfTileBytes));
+        if constexpr (kSlot == kSlotFull)
+          cp::cp_async_bulk(cp::space_global, cp::space_shared, out + kSlotPg, smem + L.pg(0), uint32_t(kHalfTileBytes));
+        cp::cp_async_bulk(cp::space_global, cp::space_shared, out + (kSlot == kSlotFull ? kSlotScalars : kLeanSlotScalars),
+                          smem + L.scalars(0), uint32_t(kScalarBytes));
+        cp::cp_async_bulk_commit_group();
+        cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
+      }
+      return;
     }
-  } else if constexpr (kSlot == kSlotPacked) {
+  }
+  if constexpr (kSlot == kSlotPacked) {
     for (int e = tid; e < kPackedSlotPieces; e += NT) {
       const SlotPiece at = slot_piece(e);
       const uint8_t* src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
       *reinterpret_cast<uint4*>(out + 16 * e) = *reinterpret_cast<const uint4*>(src);
+    }
+  } else if constexpr (kSlot == kSlotLean) {
+    for (int e = tid; e < kLeanSlotUsed / 16; e += NT) {
+      const int at = 16 * e;
+      const uint8_t* src = at < kLeanSlotScalars ? smem + L.ag(0) + at : smem + L.scalars(0) + (at - kLeanSlotScalars);
+      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
     }
   } else {
     for (int e = tid; e < kFullSlotBytes / 16; e += NT) {
@@ -59,9 +79,15 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
     }
   }
 }
+// Before the barrier that precedes write_slot: this thread's shared-memory writes made visible to
+// the bulk copies (the async proxy).
+template <int kSlot> __device__ __forceinline__ void fence_slot_writes(bool bulk) {
+  if constexpr (kSlot != kSlotPacked)
+    if (bulk) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+}
 
 template <class In, bool kGroup = false, int kSlot = kSlotFull, int kInverse = kInverseTf32, int kCtas = kPrepCtasPerSm>
-__global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws) {
+__global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
   static_assert(kCtas == kPrepCtasPerSm || !kGroup, "the per-q/k-head form spills at five CTAs per SM");
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
@@ -88,8 +114,9 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_k
     __pipeline_wait_prior(0);
     __syncthreads();
     prepare_chunk<In, 0, kPrepKernel, kInverse, kSlot != kSlotLean>(all, smem, 0, 0, gate, a, rows);
+    fence_slot_writes<kSlot>(bulk);
     __syncthreads();
-    write_slot<kSlot>(smem, ws, slot, h, a.HV, tid);
+    write_slot<kSlot>(smem, ws, slot, h, a.HV, tid, bulk);
   } else {
     __pipeline_wait_prior(0);
     __syncthreads();
@@ -113,8 +140,9 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_k
       __syncthreads();
       invert_in_place<kInverse>(fresh, reinterpret_cast<float*>(smem + L.lt));
       build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
+      fence_slot_writes<kSlot>(bulk);
       __syncthreads();
-      write_slot<kSlot>(smem, ws, slot, h, a.HV, tid);
+      write_slot<kSlot>(smem, ws, slot, h, a.HV, tid, bulk);
       __syncthreads();  // the next head overwrites the tiles and scalars
     }
   }
