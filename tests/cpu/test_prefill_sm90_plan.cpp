@@ -460,21 +460,18 @@ TEST(Sm90Plan, FusedV4Override) {
 TEST(Sm90Plan, SlotAndInverseOverrides) {
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
   const Plan chosen = sm90::choose(many, 132);
-  EXPECT_FALSE(chosen.packed_slot);
-  EXPECT_FALSE(chosen.lean_slot);
-  EXPECT_EQ(chosen.slot_form(), sm90::kSlotFull);
+  EXPECT_EQ(chosen.slot, sm90::kSlotFull);
   EXPECT_EQ(chosen.inverse, sm90::kInverseHier);
   EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV1).inverse, sm90::kInverseTf32);  // v1, v2, v4 keep TF32
   EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV4).inverse, sm90::kInverseTf32);
   const Plan packed = sm90::apply_override(chosen, "slot=packed");
-  EXPECT_TRUE(packed.packed_slot);
-  EXPECT_EQ(packed.slot_form(), sm90::kSlotPacked);
+  EXPECT_EQ(packed.slot, sm90::kSlotPacked);
   EXPECT_EQ(packed.inverse, sm90::kInverseHier);
   EXPECT_EQ(packed.block_v, chosen.block_v);
   EXPECT_FALSE(packed == chosen);
-  EXPECT_FALSE(sm90::apply_override(packed, "slot=full").packed_slot);
+  EXPECT_EQ(sm90::apply_override(packed, "slot=full").slot, sm90::kSlotFull);
   const Plan both = sm90::apply_override(chosen, "inverse=f16,slot=packed,prep=group");
-  EXPECT_TRUE(both.packed_slot && both.prep_group);
+  EXPECT_TRUE(both.slot == sm90::kSlotPacked && both.prep_group);
   EXPECT_EQ(both.inverse, sm90::kInverseF16);
   EXPECT_EQ(sm90::apply_override(both, "inverse=tf32").inverse, sm90::kInverseTf32);
   EXPECT_EQ(sm90::apply_override(both, "inverse=hier").inverse, sm90::kInverseHier);
@@ -490,16 +487,15 @@ TEST(Sm90Plan, SlotAndInverseOverrides) {
     EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
   // The lean slot: A_g and the vectors, P_g made by the scan; 520 slots x 32 heads of 10368 bytes.
   const Plan lean = sm90::apply_override(chosen, "slot=lean");
-  EXPECT_TRUE(lean.lean_slot && !lean.packed_slot);
-  EXPECT_EQ(lean.slot_form(), sm90::kSlotLean);
+  EXPECT_EQ(lean.slot, sm90::kSlotLean);
   EXPECT_FALSE(lean == chosen);
   EXPECT_TRUE(test::contains(lean.describe(many, 132), "164.5 MiB workspace of lean (P_g made by the scan's load warps) slots"))
       << lean.describe(many, 132);
-  EXPECT_EQ(sm90::apply_override(lean, "slot=packed").slot_form(), sm90::kSlotPacked);  // one form at a time
-  EXPECT_EQ(sm90::apply_override(packed, "slot=lean").slot_form(), sm90::kSlotLean);
-  EXPECT_EQ(sm90::apply_override(lean, "slot=full").slot_form(), sm90::kSlotFull);
-  EXPECT_EQ(sm90::apply_override(lean, "kernel=v1").slot_form(), sm90::kSlotFull);
-  EXPECT_FALSE(sm90::apply_override(packed, "kernel=v1").packed_slot);  // another kernel drops them
+  EXPECT_EQ(sm90::apply_override(lean, "slot=packed").slot, sm90::kSlotPacked);  // one form at a time
+  EXPECT_EQ(sm90::apply_override(packed, "slot=lean").slot, sm90::kSlotLean);
+  EXPECT_EQ(sm90::apply_override(lean, "slot=full").slot, sm90::kSlotFull);
+  EXPECT_EQ(sm90::apply_override(lean, "kernel=v1").slot, sm90::kSlotFull);
+  EXPECT_EQ(sm90::apply_override(packed, "kernel=v1").slot, sm90::kSlotFull);  // another kernel drops them
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=hier").inverse, sm90::kInverseHier);  // v4 takes hier
   EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4").inverse, sm90::kInverseTf32);  // v4 keeps it only when named
   // Five preparation CTAs per SM: the per-value-head form only.
@@ -513,7 +509,7 @@ TEST(Sm90Plan, SlotAndInverseOverrides) {
   {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,inverse=hier");
     const Plan p = sm90::plan_for(many, 132);
-    EXPECT_TRUE(p.packed_slot);
+    EXPECT_EQ(p.slot, sm90::kSlotPacked);
     EXPECT_EQ(p.inverse, sm90::kInverseHier);
     EXPECT_EQ(p.block_v, chosen.block_v);
     EXPECT_EQ(p.prep_group, chosen.prep_group);
@@ -680,6 +676,22 @@ TEST(Sm90Workspace, PackedSlotPiecesCoverTheLowerTrianglesAndTheScanVectors) {
   EXPECT_EQ(scalar_offsets.back(), sm90::kNumScalars * 256);  // e^G, then G
   EXPECT_EQ(sm90::slot_piece(sm90::kSlotGPiece).offset, sm90::kNumScalars * 256);
   EXPECT_LE(16 * sm90::kPackedSlotPieces, sm90::kPackedSlotBytes);
+}
+
+// Full and lean slots carry their parts whole and in order, packed ones as above; slot_buffer_offset
+// (where the scan's load warps copy a piece, its parts contiguous) says so for every piece.
+TEST(Sm90Workspace, SlotPiecesLandWhereTheirPartsAre) {
+  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotFull), sm90::kFullSlotBytes / 16);
+  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotLean), (8192 + sm90::kScalarBytes) / 16);
+  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotPacked), sm90::kPackedSlotPieces);
+  for (int e = 0; e < sm90::slot_pieces(sm90::kSlotFull); ++e)
+    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotFull, e), 16 * e) << e;  // the buffer byte for byte
+  for (int e = 0; e < sm90::slot_pieces(sm90::kSlotLean); ++e)  // A_g, then the scalars after P_g's tile
+    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotLean, e), e < 512 ? 16 * e : 2 * sm90::kHalfTileBytes + 16 * (e - 512)) << e;
+  for (int e = 0; e < sm90::kPackedSlotPieces; ++e) {
+    const sm90::SlotPiece at = sm90::slot_piece(e);
+    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotPacked, e), at.part * sm90::kHalfTileBytes + at.offset) << e;
+  }
 }
 
 }  // namespace

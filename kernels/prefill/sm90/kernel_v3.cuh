@@ -39,37 +39,26 @@ namespace gdn::sm90 {
 constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 
 // Workspace slot `slot` of value head h into stage `stage` (workspace.h). Full: the stage's buffer
-// is the slot as it lies in the workspace, one contiguous copy. Packed: each piece to where it lies
-// in the buffer; the tiles' pieces right of the diagonal are not in the slot and stay the zeros
-// zero_tiles wrote. Lean: A_g to its tile, the scalars to theirs (P_g is made here: scan_pg).
+// is the slot as it lies in the workspace, one contiguous copy (slot_piece's mapping is the
+// identity there). Packed and lean: each piece to where slot_buffer_offset puts it; the
+// packed tiles' pieces right of the diagonal stay the zeros zero_tiles wrote, and the lean slot's
+// P_g is made here (scan_pg).
 template <int BV, int NT, int kSlot>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
-  static_assert(L.pg0 == L.ag0 + kSlotPg && L.scalars0 == L.ag0 + kSlotScalars, "a buffer is a full slot");
-  if constexpr (kSlot == kSlotLean) {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotLean) + 16 * tid;
+  static_assert(L.pg0 == L.ag0 + kHalfTileBytes && L.scalars0 == L.ag0 + 2 * kHalfTileBytes && kSlotScalars == 2 * kHalfTileBytes,
+                "a buffer is a full slot, its parts where slot_buffer_offset puts them");
+  if constexpr (kSlot != kSlotFull) {
+    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlot) + 16 * tid;
     const uint32_t buf = smem_u32(smem) + L.ag(stage);
 #pragma unroll
-    for (int m = 0; m < (kLeanSlotUsed / 16 + NT - 1) / NT; ++m) {
-      const int at = 16 * (m * NT + tid);
-      if (at < kLeanSlotUsed)
-        ptx::cp_async_16_zfill(buf + uint32_t(at < kLeanSlotScalars ? at : at - kLeanSlotScalars + kSlotScalars),
-                               in + 16 * m * NT, true);
-    }
-  } else if constexpr (kSlot == kSlotPacked) {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotPacked);
-    const uint32_t buf = smem_u32(smem) + L.ag(stage);
-#pragma unroll
-    for (int m = 0; m < (kPackedSlotPieces + NT - 1) / NT; ++m) {
+    for (int m = 0; m < (slot_pieces(kSlot) + NT - 1) / NT; ++m) {
       const int e = m * NT + tid;
-      if (e < kPackedSlotPieces) {
-        const SlotPiece at = slot_piece(e);
-        ptx::cp_async_16_zfill(buf + uint32_t(at.part * kHalfTileBytes + at.offset), in + 16 * e, true);
-      }
+      if (e < slot_pieces(kSlot)) ptx::cp_async_16_zfill(buf + uint32_t(slot_buffer_offset(kSlot, e)), in + 16 * m * NT, true);
     }
   } else {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, false) + 16 * tid;
+    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotFull) + 16 * tid;
     const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
 #pragma unroll
     for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)

@@ -68,13 +68,10 @@ void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slo
 // the chunk inverse's form (InverseForm), four or five CTAs per SM (prep_ctas, per value head).
 // The lean slot is built with the hier and TF32 inverses at four CTAs per SM only (plan.cpp checks).
 template <class In, bool kGroup, int kSlot, int kCtas = kPrepCtasPerSm> auto prep_kernel_of(int inverse) {
-  if constexpr (kSlot == kSlotLean)
-    return inverse == kInverseHier ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
-                                   : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
-  else
-    return inverse == kInverseHier  ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
-           : inverse == kInverseF16 ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseF16, kCtas>
-                                    : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
+  if constexpr (kSlot != kSlotLean)
+    if (inverse == kInverseF16) return prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseF16, kCtas>;
+  return inverse == kInverseHier ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
+                                 : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
 }
 template <class In, int kSlot> auto prep_kernel_of(const Plan& p) {
   if (p.prep_group) return prep_kernel_of<In, true, kSlot>(p.inverse);
@@ -134,7 +131,7 @@ template <class In> void launch_block(const prefill::Args& a, const Plan& p, cud
     if (p.block_v == 64) return launch_v4<In, 64>(a, p, stream);
     if (p.block_v == 128) return launch_v4<In, 128>(a, p, stream);
   } else if (p.kernel == kKernelV3) {
-    switch (p.slot_form()) {
+    switch (p.slot) {
       case kSlotPacked: return launch_v3<In, kSlotPacked>(a, p, stream);
       case kSlotLean: return launch_v3<In, kSlotLean>(a, p, stream);
       default: return launch_v3<In, kSlotFull>(a, p, stream);

@@ -23,6 +23,8 @@ Batch Batch::of(const Shape& s) {
 
 int64_t Batch::max_len() const { return lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end()); }
 
+int64_t Plan::prep_grid(const Batch& b) const { return slot_count(b.tokens, b.sequences) * (prep_group ? b.H : b.HV); }
+
 int64_t Plan::ctas(const Batch& b) const {
   const int64_t slots = kernel == kKernelV3 ? segment_count(b.tokens, b.sequences, seg_chunks) : b.sequences;
   return int64_t(v_blocks(b.V)) * b.HV * slots;
@@ -42,9 +44,9 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
                         : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
                                                  : "by 16 x 16 solves and three-product TF32 merges",
-                        workspace_bytes(b.tokens, b.sequences, b.HV, slot_form()) / 1048576.0,
-                        packed_slot ? "packed" : lean_slot ? "lean (P_g made by the scan's load warps)" : "full",
-                        packed_slot ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread")
+                        workspace_bytes(b.tokens, b.sequences, b.HV, slot) / 1048576.0,
+                        slot == kSlotPacked ? "packed" : slot == kSlotLean ? "lean (P_g made by the scan's load warps)" : "full",
+                        slot == kSlotPacked ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread")
       : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
@@ -100,8 +102,7 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
                  2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
   // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
   // single thread's wait for its copies is hidden by the other CTAs there, not in one wave.
-  p.bulk_slot_writes = kernel == kKernelV3 && slot_count(b.tokens, b.sequences) * (p.prep_group ? b.H : b.HV) >
-                                                  int64_t(kPrepCtasPerSm) * sm_count;
+  p.bulk_slot_writes = kernel == kKernelV3 && p.prep_grid(b) > int64_t(kPrepCtasPerSm) * sm_count;
   // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
   // head, each chunk prepared once.
   const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
@@ -171,9 +172,9 @@ Override parse_override(std::string_view spec) {
       else if (value == "head") o.prep_group = 0;
       else throw bad("prep must be head or group");
     } else if (key == "slot") {
-      if (value == "packed") o.packed_slot = kSlotPacked;
-      else if (value == "lean") o.packed_slot = kSlotLean;
-      else if (value == "full") o.packed_slot = kSlotFull;
+      if (value == "packed") o.slot = kSlotPacked;
+      else if (value == "lean") o.slot = kSlotLean;
+      else if (value == "full") o.slot = kSlotFull;
       else throw bad("slot must be full, packed or lean");
     } else if (key == "slot_write") {
       if (value == "bulk") o.bulk_slot_writes = 1;
@@ -211,9 +212,9 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.bulk_slot_writes)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot_write=bulk needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && (p.packed_slot || p.lean_slot))
+  if (p.kernel != kKernelV3 && p.slot != kSlotFull)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed and slot=lean need kernel v3", spec));
-  if (p.lean_slot && (p.inverse == kInverseF16 || p.prep_ctas != kPrepCtasPerSm))
+  if (p.slot == kSlotLean && (p.inverse == kInverseF16 || p.prep_ctas != kPrepCtasPerSm))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=lean is built with inverse=hier|tf32 and prep_ctas=4", spec));
   if (p.prep_ctas != kPrepCtasPerSm && (p.kernel != kKernelV3 || p.prep_group))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep_ctas=5 needs kernel v3 and prep=head", spec));
@@ -237,14 +238,14 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
   if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
   if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
-  if (o.packed_slot >= 0) p.packed_slot = o.packed_slot == kSlotPacked, p.lean_slot = o.packed_slot == kSlotLean;
+  if (o.slot >= 0) p.slot = o.slot;
   if (o.inverse >= 0) p.inverse = o.inverse;
   if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
   if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
-  if (p.kernel != kKernelV3 && o.packed_slot < 0) p.packed_slot = p.lean_slot = false;
+  if (p.kernel != kKernelV3 && o.slot < 0) p.slot = kSlotFull;
   if (p.kernel != kKernelV3 && o.bulk_slot_writes < 0) p.bulk_slot_writes = false;
   if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;  // v4 keeps it only when named
   if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;

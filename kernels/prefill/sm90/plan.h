@@ -46,14 +46,12 @@ struct Plan {
   // v3: the workspace slot's form (workspace.h SlotForm). Override only: packed (the tiles' lower
   // pieces and the scan's vectors, 10112 bytes instead of 18448; slower where the scan is
   // latency-bound) and lean (no P_g: the scan's load warps compute it, 10368 bytes).
-  bool packed_slot = false;
-  bool lean_slot = false;
+  int slot = kSlotFull;
   // v3: the preparation writes a full or lean slot by bulk copies from one thread (prep_kernel.cuh
   // write_slot) where its grid is more than one wave of CTAs, else by every thread's 16-byte stores
   // (ninth session, H100: 0.98-0.99x the whole call on the wide cells, 1.01-1.02x on single-wave
   // 2/8 cells). Override slot_write=bulk|threads.
   bool bulk_slot_writes = false;
-  int slot_form() const { return packed_slot ? kSlotPacked : lean_slot ? kSlotLean : kSlotFull; }
   // The chunk inverse's form (smem_layout.h InverseForm): TF32 here (v1, v2, v4); choose() gives
   // v3 the hier form (8 x 8 diagonal eliminations in registers, f16 merges) since the ninth session
   // (0.97-0.995x the TF32 form's whole call on the wide A/B set, H100); tf32 and f16 by override.
@@ -67,6 +65,8 @@ struct Plan {
   int v_blocks(int V) const { return V / block_v; }
   // Scan CTAs (one per value block, value head and segment slot; segments.h).
   int64_t ctas(const Batch& b) const;
+  // v3's preparation CTAs: one per (slot, value head), or per (slot, q/k head) with prep_group.
+  int64_t prep_grid(const Batch& b) const;
   int smem_bytes() const { return SmemLayout(block_v, kernel).bytes; }
   // One line, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 prepare the next chunk),
   // 128 CTAs on 132 SMs, 149.0 KiB smem, kernel v2 ...".
@@ -74,7 +74,7 @@ struct Plan {
   bool operator==(const Plan& o) const {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
-           packed_slot == o.packed_slot && lean_slot == o.lean_slot && bulk_slot_writes == o.bulk_slot_writes &&
+           slot == o.slot && bulk_slot_writes == o.bulk_slot_writes &&
            inverse == o.inverse && prep_ctas == o.prep_ctas;
   }
 };
@@ -111,7 +111,7 @@ struct Override {
   int cp_block_v = 0;
   int wgmma = -1;  // mma=wgmma (1) or mma=sync (0); -1 when not given
   int prep_group = -1;  // prep=group (1) or prep=head (0); -1 when not given
-  int packed_slot = -1;  // slot=full|packed|lean (SlotForm: 0, 1, 2); -1 when not given
+  int slot = -1;         // slot=full|packed|lean (SlotForm); -1 when not given
   int bulk_slot_writes = -1;  // slot_write=bulk (1) or threads (0); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
   int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given

@@ -49,34 +49,26 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
         cp::cp_async_bulk(cp::space_global, cp::space_shared, out, smem + L.ag(0), uint32_t(kHalfTileBytes));
         if constexpr (kSlot == kSlotFull)
           cp::cp_async_bulk(cp::space_global, cp::space_shared, out + kSlotPg, smem + L.pg(0), uint32_t(kHalfTileBytes));
-        cp::cp_async_bulk(cp::space_global, cp::space_shared, out + (kSlot == kSlotFull ? kSlotScalars : kLeanSlotScalars),
-                          smem + L.scalars(0), uint32_t(kScalarBytes));
+        cp::cp_async_bulk(cp::space_global, cp::space_shared, out + slot_scalars_offset(kSlot), smem + L.scalars(0),
+                          uint32_t(kScalarBytes));
         cp::cp_async_bulk_commit_group();
         cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
       }
       return;
     }
   }
-  if constexpr (kSlot == kSlotPacked) {
-    for (int e = tid; e < kPackedSlotPieces; e += NT) {
+  for (int e = tid; e < slot_pieces(kSlot); e += NT) {
+    const uint8_t* src;
+    if constexpr (kSlot == kSlotPacked) {
       const SlotPiece at = slot_piece(e);
-      const uint8_t* src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
-      *reinterpret_cast<uint4*>(out + 16 * e) = *reinterpret_cast<const uint4*>(src);
+      src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
+    } else {  // full and lean: A_g, (P_g,) the scalars, whole and in order (slot_buffer_offset)
+      const int at = 16 * e, scalars = slot_scalars_offset(kSlot);
+      src = at >= scalars          ? smem + L.scalars(0) + (at - scalars)
+            : at >= kHalfTileBytes ? smem + L.pg(0) + (at - kHalfTileBytes)
+                                   : smem + L.ag(0) + at;
     }
-  } else if constexpr (kSlot == kSlotLean) {
-    for (int e = tid; e < kLeanSlotUsed / 16; e += NT) {
-      const int at = 16 * e;
-      const uint8_t* src = at < kLeanSlotScalars ? smem + L.ag(0) + at : smem + L.scalars(0) + (at - kLeanSlotScalars);
-      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
-    }
-  } else {
-    for (int e = tid; e < kFullSlotBytes / 16; e += NT) {
-      const int at = 16 * e;
-      const uint8_t* src = at < kSlotPg        ? smem + L.ag(0) + at
-                           : at < kSlotScalars ? smem + L.pg(0) + (at - kSlotPg)
-                                               : smem + L.scalars(0) + (at - kSlotScalars);
-      *reinterpret_cast<uint4*>(out + at) = *reinterpret_cast<const uint4*>(src);
-    }
+    *reinterpret_cast<uint4*>(out + 16 * e) = *reinterpret_cast<const uint4*>(src);
   }
 }
 // Before the barrier that precedes write_slot: this thread's shared-memory writes made visible to

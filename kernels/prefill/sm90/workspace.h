@@ -1,7 +1,7 @@
 // The workspace of kernel v3 (host and device, C++17, no CUDA): the preparation kernel writes, for
 // every (chunk, value head), one slot of what the scan reads, and the scan copies it back into
 // shared memory in 16-byte pieces (the tiles keep their 128-byte swizzle in shared memory, so
-// neither side rearranges elements). Three forms (Plan::slot_form()):
+// neither side rearranges elements). Three forms (Plan::slot):
 // full (the default), the buffer as it lies in shared memory, 18448 bytes:
 //   [0, 8 KiB)          A_g = Gam * A_r * diag(beta), f16 [64][64], swizzled
 //   [8 KiB, 16 KiB)     P_g = scale Gam * (Q^ K^T), f16 [64][64], swizzled
@@ -56,16 +56,21 @@ constexpr int kLeanSlotUsed = kLeanSlotScalars + kScalarBytes;
 constexpr int kLeanSlotBytes = (kLeanSlotUsed + 127) / 128 * 128;
 static_assert(kLeanSlotUsed % 16 == 0, "slots are copied in 16-byte pieces");
 
-// The slot forms (Plan::slot_form; a bool converts to full / packed).
+// The slot forms (Plan::slot; a bool converts to full / packed).
 enum SlotForm { kSlotFull = 0, kSlotPacked = 1, kSlotLean = 2 };
 GDN_HD constexpr int slot_bytes(int form) {
   return form == kSlotPacked ? kPackedSlotBytes : form == kSlotLean ? kLeanSlotBytes : kFullSlotBytes;
 }
+// Byte offset of the per-token vectors in a full or lean slot.
+GDN_HD constexpr int slot_scalars_offset(int form) { return form == kSlotLean ? kLeanSlotScalars : kSlotScalars; }
 // Byte offset of G (the chunk's total log decay) in a slot: beside e^G in the packed form; gam at
 // the chunk's last token in the full and lean ones (the same float, as the default read it before).
 GDN_HD constexpr int slot_g_offset(int form) {
-  return form == kSlotPacked ? 16 * kSlotGPiece + 4
-                             : (form == kSlotLean ? kLeanSlotScalars : kSlotScalars) + (int(kGam) * kChunk + kChunk - 1) * 4;
+  return form == kSlotPacked ? 16 * kSlotGPiece + 4 : slot_scalars_offset(form) + (int(kGam) * kChunk + kChunk - 1) * 4;
+}
+// The 16-byte pieces a slot of `form` carries.
+GDN_HD constexpr int slot_pieces(int form) {
+  return form == kSlotPacked ? kPackedSlotPieces : (slot_scalars_offset(form) + kScalarBytes) / 16;
 }
 
 // First piece of piece column p in a triangle: sum over q < p of (64 - 8 q).
@@ -89,6 +94,17 @@ GDN_HD constexpr SlotPiece slot_piece(int e) {
   return {2, kNumScalars * kChunk * 4};
 }
 static_assert(kEk + 1 == kEq && kEq + 1 == kEu, "ek, eq, eu adjacent, copied as one run");
+// Where piece e of a slot of `form` lands in a buffer whose parts lie contiguous, A_g, P_g, the
+// scalars (the scan's stages): packed, slot_piece's part x kHalfTileBytes + offset; full and lean
+// carry their parts whole and in order (the identity for a full slot).
+GDN_HD constexpr int slot_buffer_offset(int form, int e) {
+  if (form == kSlotPacked) {
+    const SlotPiece at = slot_piece(e);
+    return at.part * kHalfTileBytes + at.offset;
+  }
+  const int at = 16 * e, scalars = slot_scalars_offset(form);
+  return at >= scalars ? at - scalars + 2 * kHalfTileBytes : at;
+}
 
 // First slot of the sequence starting at packed row bos (the sequence's index n).
 GDN_HD int64_t first_slot(int64_t bos, int64_t n) { return bos / kChunk + n; }
