@@ -454,6 +454,34 @@ TEST(Sm90Plan, FusedV4Override) {
   EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
 }
 
+// The turns of block_v 128's two state warpgroups (ping-pong): chosen for v3 and v4, in force only
+// at block_v 128 on wgmma, said in the plan line; wg_order=free turns them off, and no other kernel
+// takes them.
+TEST(Sm90Plan, WarpgroupTurnsAtBlockV128) {
+  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
+  const Plan chosen = sm90::choose(many, 132);
+  ASSERT_EQ(chosen.block_v, 128);
+  EXPECT_TRUE(chosen.pingpong_at(128));
+  EXPECT_TRUE(test::contains(chosen.describe(many, 132), "setmaxnreg 208 / 88, issuing in turn (ping-pong)"))
+      << chosen.describe(many, 132);
+  const Plan free = sm90::apply_override(chosen, "wg_order=free");
+  EXPECT_FALSE(free.pingpong_at(128));
+  EXPECT_FALSE(test::contains(free.describe(many, 132), "ping-pong")) << free.describe(many, 132);
+  EXPECT_NE(free, chosen);
+  EXPECT_EQ(sm90::apply_override(free, "wg_order=pingpong"), chosen);
+  // At block_v 64 (one warpgroup) the flag changes nothing, so the plans are equal.
+  const Plan at64 = sm90::apply_override(chosen, "block_v=64");
+  EXPECT_FALSE(at64.pingpong_at(64));
+  EXPECT_EQ(sm90::apply_override(at64, "wg_order=free"), at64);
+  const Plan v4 = sm90::apply_override(chosen, "kernel=v4,block_v=128");
+  EXPECT_TRUE(v4.pingpong_at(128));
+  EXPECT_TRUE(test::contains(v4.describe(many, 132), "setmaxnreg 192 / 120, one wgmma group in flight, issuing in turn"))
+      << v4.describe(many, 132);
+  EXPECT_FALSE(sm90::apply_override(chosen, "kernel=v1,block_v=128").pingpong);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,wg_order=pingpong"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "wg_order=alternate"), std::invalid_argument);
+}
+
 // The slot's forms and the inverse's forms: kernel v3 only; the hier inverse is chosen (ninth
 // session), the packed and lean slots and the other inverses by override only, each key replacing
 // its field alone; the plan line says which.

@@ -100,7 +100,8 @@ std::vector<Case> cases() {
                                    "v4,block_v=128,inverse=hier", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
                                    "v3,cp=2,block_v=128,slot=lean", "v3,block_v=64,mma=sync,slot=lean",
                                    "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean", "v3,slot_write=bulk",
-                                   "v3,prep=group,slot_write=bulk", "v3,cp=2,block_v=128,slot=lean,slot_write=bulk"})
+                                   "v3,prep=group,slot_write=bulk", "v3,cp=2,block_v=128,slot=lean,slot_write=bulk",
+                                   "v3,block_v=128,wg_order=free", "v4,block_v=128,wg_order=free"})
     for (const Case& one : c) {
       if ((kernel == "v2" || kernel.find("mma=sync") != std::string::npos) && one.plan == "block_v=128") continue;
       if (kernel.find("block_v=128") != std::string::npos && !one.plan.empty()) continue;
@@ -118,6 +119,7 @@ std::vector<Case> cases() {
       if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
       if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
       if (kernel.find("prep_ctas=5") != std::string::npos) label += "_prep5";
+      if (kernel.find("wg_order=free") != std::string::npos) label += "_freeorder";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
   return all;
@@ -208,7 +210,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
                                  "kernel=v3,prep=group", "kernel=v3,slot=packed", "kernel=v3,cp=2,slot=packed",
                                  "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=tf32", "kernel=v3,inverse=hier,prep=group",
                                  "kernel=v3,slot=lean", "kernel=v3,cp=2,slot=lean", "kernel=v3,block_v=128,slot=lean",
-                                 "kernel=v3,slot_write=bulk", "kernel=v3,slot_write=bulk,prep=group"}) {
+                                 "kernel=v3,slot_write=bulk", "kernel=v3,slot_write=bulk,prep=group",
+                                 "kernel=v3,block_v=128,wg_order=free", "kernel=v4,block_v=128,wg_order=free"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -345,6 +348,21 @@ TEST_F(Sm90PrefillBits, FusedV4GivesV3Bits) {
         EXPECT_TRUE(v3.second == v4.second) << "ht differs from v3's" << tail;
       }
   }
+}
+
+// The two state warpgroups of block_v 128 issuing in turn (wg_order=pingpong, the default) or
+// freely: the same products in the same order per warpgroup, so the same bits, in v3's scan (with
+// and without a split) and in v4.
+TEST_F(Sm90PrefillBits, TurnsGiveTheSameBits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4);
+  SCOPED_TRACE(s.key());
+  Problem p(s, *backend_, kSeed);
+  for (const std::string base : {"kernel=v3,cp=off,block_v=128", "kernel=v3,cp=2,block_v=128", "kernel=v4,block_v=128"})
+    expect_the_first_plans_bits({base + ",wg_order=pingpong", base + ",wg_order=free"}, *v, p, *backend_);
 }
 
 // The preparation per q/k head (prep=group) runs each value head's preparation with the same

@@ -192,12 +192,13 @@ __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, in
 }
 
 // Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
-// token tid's gate words (group threads 0..63). Two group barriers.
-template <class In, int BV, int Ver, class Grp>
+// token tid's gate words (group threads 0..63). Two group barriers. kNorms false: the norms (and
+// the f16 rewrite) are already done, by other warps (kernel v4's state warpgroups).
+template <class In, int BV, int Ver, bool kNorms = true, class Grp>
 __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
   chunk_gates<BV, Ver>(grp, smem, buf, gate, a, rows);
-  chunk_norms<In, BV, Ver>(grp, smem, stage, buf, a, rows);
+  if constexpr (kNorms) chunk_norms<In, BV, Ver>(grp, smem, stage, buf, a, rows);
   grp.sync();
   chunk_scalings<BV, Ver>(grp, smem, buf, a, rows);
   grp.sync();
@@ -654,13 +655,14 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
 // `buf`: scalars, K K^T and Q K^T (kWithPg false: K K^T only, for the lean slot), the inverse (of
-// form kInverse, InverseForm), A_g. Ends without a barrier after A_g.
-template <class In, int BV, int Ver, int kInverse = kInverseTf32, bool kWithPg = true, class Grp>
+// form kInverse, InverseForm), A_g. Ends without a barrier after A_g. kNorms false: chunk_norms
+// has run on the chunk already (by other warps, whose writes are visible to the group).
+template <class In, int BV, int Ver, int kInverse = kInverseTf32, bool kWithPg = true, bool kNorms = true, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
   static_assert(kWithPg || Ver == kPrepKernel, "only the preparation kernel leaves P_g out");
-  chunk_scalars<In, BV, Ver>(grp, smem, stage, buf, gate, a, rows);
+  chunk_scalars<In, BV, Ver, kNorms>(grp, smem, stage, buf, gate, a, rows);
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Ver, kWithPg>(grp, smem, stage, buf, a.scale);
   grp.sync();

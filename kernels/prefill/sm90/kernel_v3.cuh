@@ -160,9 +160,10 @@ static_assert(2 * 128 * kStateRegsLean + 128 * kLoadRegsLean <= 168 * 384, "setm
 // kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
 // warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
 // kSlot: the workspace slots' form (workspace.h SlotForm); lean: the load warps make P_g (scan_pg).
+// pingpong: block_v 128's two state warpgroups issue their products in turn (state_warpgroup.cuh).
 template <class In, int BV, bool kOut, bool kWg = false, int kSlot = kSlotFull>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
-    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp) {
+    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong) {
   static_assert(BV == 32 || BV == 64 || (BV == 128 && kWg), "v3: block_v 32 or 64, or 128 on wgmma (setmaxnreg)");
   static_assert(!kWg || BV >= 64, "wgmma: the state warps are whole warpgroups");
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
@@ -210,6 +211,10 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, kKernelV3>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
+    // Not in the lean slot's scan: at 192 / 120 registers the turns spill 32 bytes there, and one
+    // wgmma group at a time (kOneGroup) 60 (ptxas; that scan's wgmma stay serialized, C7512).
+    constexpr bool kTurns = kWg && BV == 128 && !kPgHere;
+    if constexpr (kTurns) st.begin_turns(pingpong ? warp / 4 : -1);
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
@@ -219,6 +224,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
     }
+    if constexpr (kTurns) st.end_turns();
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
   } else {

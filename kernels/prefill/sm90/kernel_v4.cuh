@@ -4,17 +4,24 @@
 // chunk and value head through DRAM twice). v2's shape (prep warps one chunk ahead) with v3's
 // per-stage mbarriers and wgmma, and at block_v 128 one CTA per (value head, sequence), so a
 // chunk is prepared once. The roles:
-//   state warpgroups   wait for stage j % 3 to be full, advance the state through chunk j (the
-//                      same code as v3's scan), mark it empty
-//   prep warpgroup     copy chunk i + 1 in (q, k, v, gate) once stage (i + 1) % 3 is empty, wait
-//                      for chunk i, prepare it into stage i % 3 (scalars, q/k as f16, L and P_g
-//                      on wgmma, the inverse in lt, A_g: chunk_prep.cuh), mark it full
+//   state warpgroups   once chunk j + 1 has landed, its q/k norms and f16 rewrite (chunk_norms)
+//                      and mark it normed; then wait for stage j % 3 to be full, advance the state
+//                      through chunk j (the same code as v3's scan), mark it empty
+//   prep warpgroup     copy chunk i + 1 in (q, k, v, gate) once stage (i + 1) % 3 is empty (each
+//                      thread's copies arrive on landed when they complete), wait for chunk i to be
+//                      normed, prepare it into stage i % 3 (the other scalars, L and P_g on wgmma,
+//                      the inverse in lt, A_g: chunk_prep.cuh), mark it full
+// The norms moved to the state warpgroups in the tenth session: the preparation sets the pace and
+// they waited for it most of each chunk (seventh session's clock64 marks: norms 2400 of the
+// preparation's 13 K cycles a chunk, the state warps' own work 5100).
 // The arithmetic is the preparation kernel's and the scan's, step for step (the products' k-steps
 // on wgmma are mma.sync's), so v4 gives v3's bits (GPU test). No context parallelism yet: a CTA walks its whole sequence. Measured
 // 1.2-1.9x v3's time: the one preparation warpgroup sets the pace (docs/notes/prefill-sm90.md).
 // Registers at block_v 128 (384 threads, 168 a lane at launch): the state warpgroups take 192
 // and the preparation, with the loads, the remaining 120 (setmaxnreg); neither spills (184 / 128
-// spills 24 bytes in the state). At block_v 64 (256 threads) every warp has 236, no spill.
+// spills 24 bytes in the state), and the state warpgroups keep one wgmma group in flight
+// (StateWarpgroup kOneGroup): two, as v3's scan does at 208, made ptxas serialize every wgmma
+// (C7512) until the tenth session. At block_v 64 (256 threads) every warp has 236, no spill.
 #pragma once
 
 #include <cuda/ptx>
@@ -40,9 +47,10 @@ constexpr int kV4StateRegs = 192, kV4PrepRegs = 120;
 static_assert(2 * 128 * kV4StateRegs + 128 * kV4PrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
 // kInverse: the chunk inverse's form (smem_layout.h InverseForm; override inverse=hier for v4 too).
+// pingpong: block_v 128's two state warpgroups issue their products in turn (state_warpgroup.cuh).
 template <class In, int BV, int kInverse = kInverseTf32>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
-    prefill_sm90_v4_kernel(const prefill::Args a, int v_blocks) {
+    prefill_sm90_v4_kernel(const prefill::Args a, int v_blocks, bool pingpong) {
   static_assert(BV == 64 || BV == 128, "v4: one or two state warpgroups");
   constexpr int kStateWarps = BV / kColsPerWarp, NP = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -51,23 +59,42 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
   const int count = w.chunks;
 
   // Per stage, full (the preparation's NP arrivals: the chunk is in and prepared) and empty (the
-  // state warpgroups' arrivals).
+  // state warpgroups' arrivals); landed (each preparation thread's copies of the chunk complete:
+  // cp.async arrivals) and normed (the state warpgroups' arrivals: its q/k norms are done).
+  constexpr int NS = kStateWarps * 32;
   __shared__ StageBarriers bars;
-  bars.init(tid, NP, kStateWarps * 32);
+  __shared__ uint64_t landed[3], normed[3];
+  bars.init(tid, NP, NS);
+  if (tid == 0)
+    for (int s = 0; s < 3; ++s) {
+      cuda::ptx::mbarrier_init(&landed[s], NP);
+      cuda::ptx::mbarrier_init(&normed[s], NS);
+    }
   __syncthreads();
 
   if (warp < kStateWarps) {
     if constexpr (BV == 128) ptx::setmaxnreg_inc<kV4StateRegs>();
-    StateWarpgroup<In, BV> st;
+    StateWarpgroup<In, BV, BV == 128> st;  // at 192 registers, one wgmma group at a time
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
+    if constexpr (BV == 128) st.begin_turns(pingpong ? warp / 4 : -1);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
+    // Chunk i's q/k norms (and bf16 rows rewritten as f16) into its stage, for the preparation.
+    auto norm = [&](int i) {
+      wait_phase(&landed[i % 3], i / 3);
+      chunk_norms<In, BV, kKernelV4>(PrepGroup<NS, 0>{ptx::opaque(tid)}, smem, i % 3, i % 3, a, w.rows_of(i));
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the preparation's wgmma read the tiles
+      cuda::ptx::mbarrier_arrive(&normed[i % 3]);
+    };
+    if (count > 0) norm(0);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
+      if (j + 1 < count) norm(j + 1);  // while the preparation works on chunk j
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
     }
+    st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
   } else {
     if constexpr (BV == 128) ptx::setmaxnreg_dec<kV4PrepRegs>();
@@ -76,6 +103,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     auto load = [&](int i) {
       if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
       load_chunk<BV, kKernelV4, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, w.h, w.vcol0, prep.tid);
+      cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[i % 3]);  // once this thread's copies complete
     };
     dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
     if (count > 0) {
@@ -91,11 +119,12 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       }
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      prep.sync();               // ... for every prep thread's copies
+      wait_phase(&normed[i % 3], i / 3);  // ... and the state warpgroups have its norms
+      prep.sync();
       // An opaque copy of the thread index per chunk: otherwise ptxas hoists the preparation's
       // shared-memory addresses out of the chunk loop and spills them at 120 registers.
       const PrepGroup<NP, kV4PrepBarrier> fresh{ptx::opaque(prep.tid)};
-      prepare_chunk<In, BV, kKernelV4, kInverse>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
+      prepare_chunk<In, BV, kKernelV4, kInverse, true, false>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready

@@ -41,25 +41,25 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
 }
 
 template <class In, int BV, bool kOut, bool kWg, int kSlot>
-void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, cudaStream_t stream) {
+void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong, cudaStream_t stream) {
   const auto scan = prefill_sm90_v3_kernel<In, BV, kOut, kWg, kSlot>;
   const int smem = SmemLayout(BV, kKernelV3).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
   if (ctas > int64_t(INT32_MAX))
     throw runtime_error(fmt::format("prefill/sm90: {} scan CTAs do not fit one grid (a shorter cp segment?)", ctas));
-  scan<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV3) * 32), size_t(smem), stream>>>(a, v_blocks, ws, cp);
+  scan<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV3) * 32), size_t(smem), stream>>>(a, v_blocks, ws, cp, pingpong);
   CUDA_CHECK(cudaGetLastError());
 }
 
 template <class In, bool kOut, int kSlot>
 void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
-                    cudaStream_t stream) {
-  if (block_v == 32) return launch_scan<In, 32, kOut, false, kSlot>(a, slots, ws, cp, stream);
-  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kSlot>(a, slots, ws, cp, stream);
-  if (block_v == 64) return launch_scan<In, 64, kOut, false, kSlot>(a, slots, ws, cp, stream);
+                    bool pingpong, cudaStream_t stream) {
+  if (block_v == 32) return launch_scan<In, 32, kOut, false, kSlot>(a, slots, ws, cp, false, stream);
+  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kSlot>(a, slots, ws, cp, false, stream);
+  if (block_v == 64) return launch_scan<In, 64, kOut, false, kSlot>(a, slots, ws, cp, false, stream);
   if constexpr (kOut) {  // the transition pass runs at cp_block_v 32 or 64
-    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kSlot>(a, slots, ws, cp, stream);
+    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kSlot>(a, slots, ws, cp, pingpong, stream);
   }
   throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
 }
@@ -103,13 +103,13 @@ template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {
-    launch_scan_at<In, false, kSlot>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, stream);
+    launch_scan_at<In, false, kSlot>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, false, stream);
     set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
     const int64_t ctas = a.N * a.HV * (kHeadDim / kFixupCols);
     prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
-  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, stream);
+  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, p.pingpong, stream);
 }
 
 // Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.
@@ -122,7 +122,7 @@ template <class In, int BV> void launch_v4(const prefill::Args& a, const Plan& p
   const int v_blocks = kHeadDim / BV;
   const int64_t ctas = int64_t(v_blocks) * a.HV * a.N;
   if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm90: {} v4 CTAs do not fit one grid", ctas));
-  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks);
+  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks, p.pingpong);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -61,8 +61,9 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
           : "";
   const std::string mma = !wgmma_at(block_v) ? "mma.sync, f16 operands"
                           : block_v == 64     ? "wgmma (the state warps one warpgroup), f16 operands"
-                          : kernel == kKernelV4 ? "wgmma (the state warps two warpgroups, setmaxnreg 192 / 120), f16 operands"
-                                              : "wgmma (the state warps two warpgroups, setmaxnreg 208 / 88), f16 operands";
+                          : fmt::format("wgmma (the state warps two warpgroups, setmaxnreg {}{}), f16 operands",
+                                        kernel == kKernelV4 ? "192 / 120, one wgmma group in flight" : "208 / 88",
+                                        pingpong_at(block_v) ? ", issuing in turn (ping-pong)" : "");
   const std::string cp_mma =
       kernel == kKernelV3 && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
@@ -92,6 +93,7 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // 0.970-0.995x the TF32 form's on the eleven wide cells, at or below it on the qwen, cp and GVA-3
   // sets; o and ht within 1 % of its rel-L2: docs/notes/prefill-sm90.md).
   if (kernel == kKernelV3) p.inverse = kInverseHier;
+  p.pingpong = kernel == kKernelV3 || kernel == kKernelV4;
   // The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
   // (each CTA prepares its GVA value heads in turn). H200, seventh session: 16/64 4096x8, 8320 CTAs,
   // 703 -> 514 us; 2/8 1x32768, 1026 CTAs, 106 -> 85 us; GVA 3, twelve cells 0.85-0.94x of the
@@ -130,7 +132,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free, comma-separated)",
         spec, why));
   };
   Override o;
@@ -189,6 +191,10 @@ Override parse_override(std::string_view spec) {
       else if (value == "f16") o.inverse = kInverseF16;
       else if (value == "hier") o.inverse = kInverseHier;
       else throw bad("inverse must be tf32, f16 or hier");
+    } else if (key == "wg_order") {
+      if (value == "pingpong") o.pingpong = 1;
+      else if (value == "free") o.pingpong = 0;
+      else throw bad("wg_order must be pingpong or free");
     } else if (key == "mma") {
       if (value == "wgmma") o.wgmma = 1;
       else if (value == "sync") o.wgmma = 0;
@@ -223,6 +229,8 @@ Plan checked(const Plan& p, std::string_view spec) {
         fmt::format("sm90 plan override '{}': inverse=f16 needs kernel v3, inverse=hier kernel v3 or v4", spec));
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
+  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.pingpong)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': wg_order=pingpong needs kernel v3 or v4", spec));
   if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v4 runs block_v 64 or 128 on wgmma", spec));
   return p;
@@ -242,6 +250,8 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.inverse >= 0) p.inverse = o.inverse;
   if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
   if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
+  if (o.pingpong >= 0) p.pingpong = o.pingpong == 1;
+  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && o.pingpong < 0) p.pingpong = false;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;

@@ -59,6 +59,11 @@ struct Plan {
   // v3: the preparation kernel's CTAs per SM (its register bound): 4, or 5 for the per-value-head
   // form (override prep_ctas=5, measured slower).
   int prep_ctas = kPrepCtasPerSm;
+  // v3, v4: at block_v 128 on wgmma the two state warpgroups issue their products in turn
+  // (state_warpgroup.cuh, "ping-pong"), so one's epilogue runs under the other's products.
+  // Override wg_order=pingpong|free.
+  bool pingpong = false;
+  bool pingpong_at(int bv) const { return pingpong && bv == 128 && wgmma_at(bv); }
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -75,7 +80,7 @@ struct Plan {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
            slot == o.slot && bulk_slot_writes == o.bulk_slot_writes &&
-           inverse == o.inverse && prep_ctas == o.prep_ctas;
+           inverse == o.inverse && prep_ctas == o.prep_ctas && pingpong_at(block_v) == o.pingpong_at(o.block_v);
   }
 };
 
@@ -103,7 +108,8 @@ Plan choose(const Batch& b, int sm_count, int kernel);
 Plan choose(const Batch& b, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5 (0 / -1 where not given);
+// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free
+// (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -115,6 +121,7 @@ struct Override {
   int bulk_slot_writes = -1;  // slot_write=bulk (1) or threads (0); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
   int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
+  int pingpong = -1;     // wg_order=pingpong (1) or free (0); -1 when not given
 };
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a

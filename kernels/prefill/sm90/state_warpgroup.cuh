@@ -11,23 +11,52 @@
 //   S^T update    m64n64k16 x 4 x 2  B: k tile, MN-major (both 64-column halves of the head dim)
 // Per element these are the same k16 steps in the same order as mma.sync's, and the tensor cores
 // round them alike: the same bits as kernels v1-v3 on mma.sync (GPU test WgmmaGivesMmaSyncBits).
+// Turns (block_v 128, Plan::pingpong): the two warpgroups issue their products in turn, so one's
+// epilogue (W^T, the operand conversions, the decay, O's store) runs under the other's products
+// instead of both contending for the tensor cores and then both leaving them idle (FlashInfer's
+// SM90 kernel and CUTLASS's ping-pong GEMM do the same).
 #pragma once
 
 #include <cstdint>
 
+#include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "prefill/sm90/state_warp.cuh"
 
 namespace gdn::sm90 {
 
+// Named barriers of the turns: warpgroup g waits on kTurnBarrier + g for its turn (the kernels'
+// own named barriers use id 1).
+constexpr int kTurnBarrier = 2;
+
 // BV 64: warps 0-3, one warpgroup; BV 128: warps 0-7, two, each on its own 64 columns with the
-// same B tiles.
-template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKernelV3> {
+// same B tiles. kOneGroup: one wgmma group in flight at a time ((Q S)^T waited before W^T, not
+// beside it): at 192 registers (v4, the lean scan) two groups in flight make ptxas serialize every
+// wgmma of the kernel (C7512); one does not.
+template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup : StateWarp<In, BV, kKernelV3> {
   static_assert(BV == 64 || BV == 128, "whole warpgroups");
   using Base = StateWarp<In, BV, kKernelV3>;
   using Base::lane;
   using Base::lc;
   using Base::s;
+  int turn_wg = -1;  // this warpgroup's index when the two take turns, else -1
+
+  // The turns: await before a group of products is issued, pass once it is committed. Warpgroup 1
+  // passes first (begin_turns) so that warpgroup 0 issues first, and warpgroup 0 takes one turn
+  // more at the end (end_turns): every barrier phase gets its 128 waiting and 128 arriving threads.
+  __device__ __forceinline__ void await_turn() const {
+    if (turn_wg >= 0) ptx::named_bar_sync(kTurnBarrier + turn_wg, 256);
+  }
+  __device__ __forceinline__ void pass_turn() const {
+    if (turn_wg >= 0) ptx::named_bar_arrive(kTurnBarrier + (turn_wg ^ 1), 256);
+  }
+  __device__ __forceinline__ void begin_turns(int wg) {
+    turn_wg = wg;
+    if (wg == 1) pass_turn();
+  }
+  __device__ __forceinline__ void end_turns() const {
+    if (turn_wg == 0) await_turn();
+  }
 
   static __device__ __forceinline__ uint64_t k_major(uint32_t at) { return ptx::wgmma_smem_desc_sw128(at, 16, 1024); }
   // For the MN-major tile both offsets are the 8-row group stride: n spans one 64-column block.
@@ -52,27 +81,39 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
     const auto [ek, eq, eu] = Base::vectors(smem, buf);
 
     // U^T, then (Q S)^T, over the 8 k-steps of the head dim, as two groups: the chain waits for U^T
-    // only (w holds U^T, then W^T); (Q S)^T lands while W^T and V_d^T are computed.
+    // only (w holds U^T, then W^T); (Q S)^T lands while W^T and V_d^T are computed (kOneGroup:
+    // issued and waited before W^T).
     float w[8][4], o[8][4];
     {
       uint32_t as[8][4];
 #pragma unroll
       for (int kk = 0; kk < kHeadDim / 16; ++kk) acc_to_a(s[2 * kk], s[2 * kk + 1], as[kk]);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int kk = 0; kk < kHeadDim / 16; ++kk)
-        ptx::wgmma_m64k16_f32_f16_rs<64, 0>(flat(w), as[kk], k_major(k_at + half_of(kk) + 32u * (kk & 3)), kk > 0);
-      ptx::wgmma_commit_group();
-      if constexpr (kOut) {
+      auto issue_by_head_dim = [&](float (&acc)[8][4], uint32_t tile_at) {
 #pragma unroll
         for (int kk = 0; kk < kHeadDim / 16; ++kk)
-          ptx::wgmma_m64k16_f32_f16_rs<64, 0>(flat(o), as[kk], k_major(q_at + half_of(kk) + 32u * (kk & 3)), kk > 0);
+          ptx::wgmma_m64k16_f32_f16_rs<64, 0>(flat(acc), as[kk], k_major(tile_at + half_of(kk) + 32u * (kk & 3)), kk > 0);
         ptx::wgmma_commit_group();
+      };
+      await_turn();
+      ptx::wgmma_fence();
+      issue_by_head_dim(w, k_at);
+      if constexpr (kOut && !kOneGroup) {
+        issue_by_head_dim(o, q_at);
+        pass_turn();
         ptx::wgmma_wait_group<1>();
       } else {
+        pass_turn();
         ptx::wgmma_wait_group<0>();
       }
       ptx::wgmma_fence_operands(flat(w));
+      if constexpr (kOut && kOneGroup) {
+        await_turn();
+        ptx::wgmma_fence();
+        issue_by_head_dim(o, q_at);
+        pass_turn();
+        ptx::wgmma_wait_group<0>();
+        ptx::wgmma_fence_operands(flat(o));
+      }
     }
     this->subtract_from_v(w, vt, ek);  // W^T = V^T - U^T diag(ek)
     // V_d^T = W^T A_g^T.
@@ -83,9 +124,11 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
       for (int kk = 0; kk < 4; ++kk) acc_to_a(w[2 * kk], w[2 * kk + 1], aw[kk]);
       zero(vd);
       ptx::wgmma_fence_operands(flat(vd));
+      await_turn();
       ptx::wgmma_fence();
       times_transposed(vd, aw, s0 + L.ag(buf));
       ptx::wgmma_commit_group();
+      pass_turn();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operands(flat(vd));
     }
@@ -103,6 +146,7 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
     float(&s_hi)[32] = *reinterpret_cast<float(*)[32]>(&s[8][0]);
     ptx::wgmma_fence_operands(s_lo);
     ptx::wgmma_fence_operands(s_hi);
+    await_turn();
     ptx::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
@@ -118,6 +162,7 @@ template <class In, int BV = 64> struct StateWarpgroup : StateWarp<In, BV, kKern
       times_transposed(o, av, s0 + L.pg(buf));
       ptx::wgmma_commit_group();
     }
+    pass_turn();
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operands(s_lo);
     ptx::wgmma_fence_operands(s_hi);
