@@ -55,6 +55,51 @@ TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
   EXPECT_EQ(sm90::choose(two, 132, sm90::kKernelV3).block_v, sm90::choose(two, 132, sm90::kKernelV2).block_v);
 }
 
+// Kernel v4 at block_v 128 by default where GVA is 1, v3 would not split, one CTA per (sequence,
+// value head) fills 0.9 of the SMs and no sequence is longer than twice the mean (H100, tenth
+// session: 0.81-0.83x v3 on the six such qwen35 cells); v3 everywhere else. An override naming a
+// field only v3 has starts from v3's choice.
+TEST(Sm90Plan, FusedV4WhereGvaIsOneAndItsGridFillsTheGpu) {
+  auto chosen = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(lens, h, hv)), 132); };
+  for (const auto& [lens, h] : std::vector<std::pair<std::vector<int64_t>, int>>{
+           {std::vector<int64_t>(8, 1024), 16}, {std::vector<int64_t>(8, 4096), 16}, {std::vector<int64_t>(4, 8192), 32},
+           {std::vector<int64_t>(4, 2048), 32}, {std::vector<int64_t>(8, 1024), 32}, {{5000, 3000, 4000, 4000}, 32}}) {
+    const Plan p = chosen(lens, h, h);
+    EXPECT_EQ(p.kernel, sm90::kKernelV4) << h << " heads, " << lens.size() << " sequences";
+    EXPECT_EQ(p.block_v, 128);
+    EXPECT_EQ(p.inverse, sm90::kInverseHier);
+    EXPECT_TRUE(p.pingpong_at(128));
+  }
+  EXPECT_EQ(chosen(std::vector<int64_t>(4, 2048), 16, 16).kernel, sm90::kKernelV3);    // 64 CTAs at 128
+  EXPECT_EQ(chosen(std::vector<int64_t>(8, 1024), 16, 32).kernel, sm90::kKernelV3);    // GVA 2
+  EXPECT_EQ(chosen(std::vector<int64_t>(8, 4096), 8, 32).kernel, sm90::kKernelV3);     // GVA 4
+  EXPECT_EQ(chosen({32768}, 16, 16).kernel, sm90::kKernelV3);                          // 16 CTAs, split
+  EXPECT_EQ(chosen({30000, 100, 100, 100, 100, 100, 100, 100}, 32, 32).kernel, sm90::kKernelV3);  // one long chain
+  EXPECT_EQ(chosen({2000, 1000, 1000, 1000}, 32, 32).kernel, sm90::kKernelV4);  // 1.6x the mean
+  // 119 CTAs of 132 is 0.9: in; 118 is not.
+  const Batch in = Batch::of(prefill(std::vector<int64_t>(7, 1024), 17, 17)), out = Batch::of(prefill(std::vector<int64_t>(2, 1024), 59, 59));
+  EXPECT_TRUE(sm90::fused_v4_wins(in, sm90::choose(in, 132, sm90::kKernelV3), 132));
+  EXPECT_FALSE(sm90::fused_v4_wins(out, sm90::choose(out, 132, sm90::kKernelV3), 132));
+  const Batch many = Batch::of(prefill(std::vector<int64_t>(8, 4096), 16, 16));
+  EXPECT_TRUE(test::contains(sm90::choose(many, 132).describe(many, 132), "kernel v4: fused")) << sm90::choose(many, 132).describe(many, 132);
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed");  // a v3 field: v3's choice, packed
+    const Plan p = sm90::plan_for(many, 132);
+    EXPECT_EQ(p.kernel, sm90::kKernelV3);
+    EXPECT_EQ(p.slot, sm90::kSlotPacked);
+  }
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v3");
+    EXPECT_EQ(sm90::plan_for(many, 132), sm90::choose(many, 132, sm90::kKernelV3));
+  }
+  {
+    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "wg_order=free");  // no v3 field: the default, v4
+    const Plan p = sm90::plan_for(many, 132);
+    EXPECT_EQ(p.kernel, sm90::kKernelV4);
+    EXPECT_FALSE(p.pingpong_at(128));
+  }
+}
+
 // v3 after the one-wave rule: block_v 128 where several waves at 64 become fewer, fuller waves
 // (H200: 16/64 4096x8 1.810 -> 1.557 ms, 16/64 16384x2 1.807 -> 1.507, 16/32 1024x8 0.259 ->
 // 0.224), not where one wave of 128 CTAs at 64 would become 64 CTAs (16/32 16384x2 0.916 ->
@@ -490,8 +535,8 @@ TEST(Sm90Plan, SlotAndInverseOverrides) {
   const Plan chosen = sm90::choose(many, 132);
   EXPECT_EQ(chosen.slot, sm90::kSlotFull);
   EXPECT_EQ(chosen.inverse, sm90::kInverseHier);
-  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV1).inverse, sm90::kInverseTf32);  // v1, v2, v4 keep TF32
-  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV4).inverse, sm90::kInverseTf32);
+  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV1).inverse, sm90::kInverseTf32);  // v1, v2 keep TF32
+  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV4).inverse, sm90::kInverseHier);  // v4 takes hier (tenth session)
   const Plan packed = sm90::apply_override(chosen, "slot=packed");
   EXPECT_EQ(packed.slot, sm90::kSlotPacked);
   EXPECT_EQ(packed.inverse, sm90::kInverseHier);
@@ -524,8 +569,9 @@ TEST(Sm90Plan, SlotAndInverseOverrides) {
   EXPECT_EQ(sm90::apply_override(lean, "slot=full").slot, sm90::kSlotFull);
   EXPECT_EQ(sm90::apply_override(lean, "kernel=v1").slot, sm90::kSlotFull);
   EXPECT_EQ(sm90::apply_override(packed, "kernel=v1").slot, sm90::kSlotFull);  // another kernel drops them
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=hier").inverse, sm90::kInverseHier);  // v4 takes hier
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4").inverse, sm90::kInverseTf32);  // v4 keeps it only when named
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=tf32").inverse, sm90::kInverseTf32);  // v4 takes tf32 when named
+  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4").inverse, sm90::kInverseHier);
+  EXPECT_EQ(sm90::apply_override(sm90::apply_override(chosen, "inverse=tf32"), "kernel=v4").inverse, sm90::kInverseHier);
   // Five preparation CTAs per SM: the per-value-head form only.
   EXPECT_EQ(chosen.prep_ctas, 4);
   const Plan wide = sm90::apply_override(chosen, "prep=head,prep_ctas=5");

@@ -97,7 +97,7 @@ std::vector<Case> cases() {
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
                                    "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
                                    "v3,inverse=tf32", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
-                                   "v4,block_v=128,inverse=hier", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
+                                   "v4,block_v=128,inverse=tf32", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
                                    "v3,cp=2,block_v=128,slot=lean", "v3,block_v=64,mma=sync,slot=lean",
                                    "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean", "v3,slot_write=bulk",
                                    "v3,prep=group,slot_write=bulk", "v3,cp=2,block_v=128,slot=lean,slot_write=bulk",
@@ -420,7 +420,7 @@ TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3", "kernel=v3,cp=1"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3", "kernel=v3,cp=1", "kernel=v4,block_v=128"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape s = prefill({0, 129, 1, 64}, 2, 8);
@@ -463,7 +463,7 @@ TEST_F(Sm90PrefillBits, OffsetsPast2To31Elements) {
   ASSERT_GT(int64_t(131072) * 128 * 128, (int64_t(1) << 31) - 1);
   const uint64_t need = Problem::footprint(s) + (uint64_t(1) << 30);
   if (backend_->free_memory() < need) GTEST_SKIP() << "needs " << (need >> 20) << " MiB of device memory";
-  for (const char* plan : {"", "kernel=v3,cp=256"}) {
+  for (const char* plan : {"", "kernel=v3,cp=256", "kernel=v4,block_v=128"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Verification r = verify_variant(*v, s, *backend_, kSeed, 2);
     ASSERT_TRUE(r.ran);

@@ -15,8 +15,10 @@
 // they waited for it most of each chunk (seventh session's clock64 marks: norms 2400 of the
 // preparation's 13 K cycles a chunk, the state warps' own work 5100).
 // The arithmetic is the preparation kernel's and the scan's, step for step (the products' k-steps
-// on wgmma are mma.sync's), so v4 gives v3's bits (GPU test). No context parallelism yet: a CTA walks its whole sequence. Measured
-// 1.2-1.9x v3's time: the one preparation warpgroup sets the pace (docs/notes/prefill-sm90.md).
+// on wgmma are mma.sync's), so v4 gives v3's bits (GPU test). No context parallelism yet: a CTA
+// walks its whole sequence. The plan takes it where GVA is 1 and its grid fills the GPU (0.81-0.83x
+// v3 there, H100, tenth session); elsewhere it is slower: both roles take 9-10 K cycles a chunk
+// (docs/notes/prefill-sm90.md).
 // Registers at block_v 128 (384 threads, 168 a lane at launch): the state warpgroups take 192
 // and the preparation, with the loads, the remaining 120 (setmaxnreg); neither spills (184 / 128
 // spills 24 bytes in the state), and the state warpgroups keep one wgmma group in flight

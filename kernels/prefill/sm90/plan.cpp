@@ -47,7 +47,10 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         workspace_bytes(b.tokens, b.sequences, b.HV, slot) / 1048576.0,
                         slot == kSlotPacked ? "packed" : slot == kSlotLean ? "lean (P_g made by the scan's load warps)" : "full",
                         slot == kSlotPacked ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread")
-      : kernel == kKernelV4 ? std::string("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, no workspace")
+      : kernel == kKernelV4 ? fmt::format("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, the state "
+                                          "warpgroups doing the next chunk's q/k norms, no workspace; the inverse {}",
+                                          inverse == kInverseHier ? "by 8 x 8 eliminations and f16 merges"
+                                                                  : "by 16 x 16 solves and three-product TF32 merges")
       : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
                             : std::string("kernel v1: the chunk's phases in series");
   const std::string cp =
@@ -92,7 +95,9 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // The hier inverse in v3's preparation (ninth session, H100, one call each: the whole call
   // 0.970-0.995x the TF32 form's on the eleven wide cells, at or below it on the qwen, cp and GVA-3
   // sets; o and ht within 1 % of its rel-L2: docs/notes/prefill-sm90.md).
-  if (kernel == kKernelV3) p.inverse = kInverseHier;
+  // v4 too since the tenth session (ninth session, H100: v4 with hier 0.94-0.97x v4 with TF32 on
+  // the ten qwen cells).
+  if (kernel == kKernelV3 || kernel == kKernelV4) p.inverse = kInverseHier;
   p.pingpong = kernel == kKernelV3 || kernel == kKernelV4;
   // The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
   // (each CTA prepares its GVA value heads in turn). H200, seventh session: 16/64 4096x8, 8320 CTAs,
@@ -126,7 +131,21 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   return p;
 }
 
-Plan choose(const Batch& b, int sm_count) { return choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count); }
+bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count) {
+  if (sm_count < 1) sm_count = kDefaultSmCount;
+  if (b.H <= 0 || b.HV != b.H || b.sequences < 1 || v3.seg_chunks > 0) return false;
+  // One CTA per (sequence, value head) at block_v 128: the grid fills the GPU, and no sequence is
+  // more than twice the mean, so no CTA walks a chain much longer than the others'.
+  return 10 * b.sequences * b.HV >= 9 * int64_t(sm_count) && b.max_len() * b.sequences <= 2 * b.tokens;
+}
+
+Plan choose(const Batch& b, int sm_count) {
+  const Plan v3 = choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count);
+  if (!fused_v4_wins(b, v3, sm_count)) return v3;
+  Plan v4 = choose(b, sm_count, kKernelV4);
+  v4.block_v = 128;
+  return v4;
+}
 
 Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
@@ -257,7 +276,7 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
   if (p.kernel != kKernelV3 && o.slot < 0) p.slot = kSlotFull;
   if (p.kernel != kKernelV3 && o.bulk_slot_writes < 0) p.bulk_slot_writes = false;
-  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = kInverseTf32;  // v4 keeps it only when named
+  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = p.kernel == kKernelV4 ? kInverseHier : kInverseTf32;
   if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);
 }
@@ -266,9 +285,15 @@ Plan plan_for(const Batch& b, int sm_count) {
   const char* spec = std::getenv("GDNBENCH_SM90_PLAN");
   if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
   const Override o = parse_override(spec);
+  // The base: the named kernel's choice; with no kernel named, v3's where the spec names a field
+  // only v3 has (the default may be v4), else the default plan.
+  const bool v3_fields = o.seg_chunks >= 0 || o.cp_block_v != 0 || o.prep_group >= 0 || o.slot >= 0 ||
+                         o.bulk_slot_writes >= 0 || o.prep_ctas > 0 || o.wgmma == 0;
+  const int kernel = o.kernel != 0 ? o.kernel : v3_fields ? kKernelV3 : 0;
+  if (kernel == 0) return apply_override(choose(b, sm_count), spec);
   // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).
-  const bool unsplit = (o.kernel != 0 && o.kernel != kKernelV3) || o.seg_chunks == 0;
-  return apply_override(unsplit ? choose(b, sm_count, o.kernel != 0 ? o.kernel : kKernelV3) : choose(b, sm_count), spec);
+  if (kernel != kKernelV3 || o.seg_chunks == 0) return apply_override(choose(b, sm_count, kernel), spec);
+  return apply_override(choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count), spec);
 }
 
 }  // namespace gdn::sm90

@@ -52,9 +52,10 @@ struct Plan {
   // (ninth session, H100: 0.98-0.99x the whole call on the wide cells, 1.01-1.02x on single-wave
   // 2/8 cells). Override slot_write=bulk|threads.
   bool bulk_slot_writes = false;
-  // The chunk inverse's form (smem_layout.h InverseForm): TF32 here (v1, v2, v4); choose() gives
-  // v3 the hier form (8 x 8 diagonal eliminations in registers, f16 merges) since the ninth session
-  // (0.97-0.995x the TF32 form's whole call on the wide A/B set, H100); tf32 and f16 by override.
+  // The chunk inverse's form (smem_layout.h InverseForm): TF32 here (v1, v2); choose() gives v3 the
+  // hier form (8 x 8 diagonal eliminations in registers, f16 merges) since the ninth session
+  // (0.97-0.995x the TF32 form's whole call on the wide A/B set, H100), and v4 since the tenth;
+  // tf32 and f16 by override.
   int inverse = kInverseTf32;
   // v3: the preparation kernel's CTAs per SM (its register bound): 4, or 5 for the per-value-head
   // form (override prep_ctas=5, measured slower).
@@ -104,8 +105,17 @@ std::string unsupported_reason(const Shape& s);
 Plan choose(const Batch& b, int sm_count, int kernel);
 // The default: kernel v3 (H200, 2026-11-25, one call, ms v1 / v2 / v3: 16/32 1x32768 5.387 /
 // 4.727 / 1.911; 16/32 1x2048 0.347 / 0.306 / 0.134; 16/64 4096x8 2.668 / 4.800 / 2.635; 16/32
-// 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md).
+// 1024x8 0.353 / 0.623 / 0.355: docs/notes/prefill-sm90.md), or kernel v4 at block_v 128 where
+// fused_v4_wins.
 Plan choose(const Batch& b, int sm_count);
+// Kernel v4 (fused, no workspace) instead of v3's plan `v3`: GVA 1 (v3 reads and writes the most
+// workspace and q/k bytes per value head there), v3 unsplit, one CTA per (sequence, value head)
+// filling 0.9 of the SMs, and no sequence longer than twice the mean. H100, tenth session, same
+// binary, the 38 GVA-1 cells of the qwen35 table: 0.807-0.833x v3 on all six such cells (16/16
+// 4096x8 and 1024x8; 32/32 8192x4, 4096x8, 2048x4, 1024x8); v4 lost on every other GVA-1 cell
+// (1.5-3.8x: too few CTAs at block_v 128, or no context parallelism) and on every GVA 3-4 cell of
+// its grid (1.02-1.2x); GVA 2 0.96-1.05x.
+bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
 // slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free
@@ -133,8 +143,8 @@ Plan apply_override(const Plan& chosen, std::string_view spec);
 // four waves (few heads x few sequences); a split makes a sequence's bits depend on the segment
 // length, so on the batch.
 Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count);
-// choose() for the override's kernel (else the default choice), then its block_v, when
-// GDNBENCH_SM90_PLAN is set.
+// choose() for the override's kernel (with none named: v3's choice where the spec names a field
+// only v3 has, else the default choice), then the spec's fields, when GDNBENCH_SM90_PLAN is set.
 Plan plan_for(const Batch& b, int sm_count);
 
 }  // namespace gdn::sm90
