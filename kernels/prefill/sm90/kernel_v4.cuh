@@ -48,7 +48,7 @@ constexpr int kV4PrepBarrier = 1;  // named barrier id of the preparation warpgr
 constexpr int kV4StateRegs = 192, kV4PrepRegs = 120;
 static_assert(2 * 128 * kV4StateRegs + 128 * kV4PrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
-// kInverse: the chunk inverse's form (smem_layout.h InverseForm; override inverse=hier for v4 too).
+// kInverse: the chunk inverse's form (smem_layout.h InverseForm; the plan gives v4 hier, tf32 by override).
 // pingpong: block_v 128's two state warpgroups issue their products in turn (state_warpgroup.cuh).
 template <class In, int BV, int kInverse = kInverseTf32>
 __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)

@@ -109,20 +109,19 @@ template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan
     prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
-  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, p.pingpong, stream);
+  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, p.pingpong_at(p.block_v), stream);
 }
 
 // Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.
 template <class In, int BV> void launch_v4(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  // The default inverse, or the hier form (inverse=hier): the inverse is about 2900 of the
-  // preparation warpgroup's 13 K cycles per chunk (docs/notes/prefill-sm90.md, seventh session).
+  // The hier inverse (v4's default since the tenth session) or the TF32 one (inverse=tf32).
   const auto kernel = p.inverse == kInverseHier ? prefill_sm90_v4_kernel<In, BV, kInverseHier> : prefill_sm90_v4_kernel<In, BV>;
   const int smem = SmemLayout(BV, kKernelV4).bytes;
   set_smem(kernel, smem);
   const int v_blocks = kHeadDim / BV;
   const int64_t ctas = int64_t(v_blocks) * a.HV * a.N;
   if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm90: {} v4 CTAs do not fit one grid", ctas));
-  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks, p.pingpong);
+  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks, p.pingpong_at(BV));
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 #include <stdexcept>
 
 namespace gdn::sm90 {
@@ -162,17 +164,17 @@ Override parse_override(std::string_view spec) {
     const size_t eq = field.find('=');
     if (eq == std::string_view::npos) throw bad(fmt::format("'{}' is not key=value", field));
     const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
+    // One of a key's values, or the error naming them.
+    using Choices = std::initializer_list<std::pair<std::string_view, int>>;
+    auto pick = [&](Choices choices, std::string_view expected) {
+      for (const auto& [name, number] : choices)
+        if (value == name) return number;
+      throw bad(expected);
+    };
     if (key == "block_v") {
-      if (value == "32") o.block_v = 32;
-      else if (value == "64") o.block_v = 64;
-      else if (value == "128") o.block_v = 128;
-      else throw bad("block_v must be 32, 64 or 128");
+      o.block_v = pick({{"32", 32}, {"64", 64}, {"128", 128}}, "block_v must be 32, 64 or 128");
     } else if (key == "kernel") {
-      if (value == "v1") o.kernel = kKernelV1;
-      else if (value == "v2") o.kernel = kKernelV2;
-      else if (value == "v3") o.kernel = kKernelV3;
-      else if (value == "v4") o.kernel = kKernelV4;
-      else throw bad("kernel must be v1, v2, v3 or v4");
+      o.kernel = pick({{"v1", kKernelV1}, {"v2", kKernelV2}, {"v3", kKernelV3}, {"v4", kKernelV4}}, "kernel must be v1, v2, v3 or v4");
     } else if (key == "cp") {
       if (value == "off") {
         o.seg_chunks = 0;
@@ -185,39 +187,21 @@ Override parse_override(std::string_view spec) {
         o.seg_chunks = int(chunks);
       }
     } else if (key == "cp_block_v") {
-      if (value == "32") o.cp_block_v = 32;
-      else if (value == "64") o.cp_block_v = 64;
-      else throw bad("cp_block_v must be 32 or 64");
+      o.cp_block_v = pick({{"32", 32}, {"64", 64}}, "cp_block_v must be 32 or 64");
     } else if (key == "prep") {
-      if (value == "group") o.prep_group = 1;
-      else if (value == "head") o.prep_group = 0;
-      else throw bad("prep must be head or group");
+      o.prep_group = pick({{"group", 1}, {"head", 0}}, "prep must be head or group");
     } else if (key == "slot") {
-      if (value == "packed") o.slot = kSlotPacked;
-      else if (value == "lean") o.slot = kSlotLean;
-      else if (value == "full") o.slot = kSlotFull;
-      else throw bad("slot must be full, packed or lean");
+      o.slot = pick({{"packed", kSlotPacked}, {"lean", kSlotLean}, {"full", kSlotFull}}, "slot must be full, packed or lean");
     } else if (key == "slot_write") {
-      if (value == "bulk") o.bulk_slot_writes = 1;
-      else if (value == "threads") o.bulk_slot_writes = 0;
-      else throw bad("slot_write must be bulk or threads");
+      o.bulk_slot_writes = pick({{"bulk", 1}, {"threads", 0}}, "slot_write must be bulk or threads");
     } else if (key == "prep_ctas") {
-      if (value == "4") o.prep_ctas = kPrepCtasPerSm;
-      else if (value == "5") o.prep_ctas = kPrepCtasPerSmWide;
-      else throw bad("prep_ctas must be 4 or 5");
+      o.prep_ctas = pick({{"4", kPrepCtasPerSm}, {"5", kPrepCtasPerSmWide}}, "prep_ctas must be 4 or 5");
     } else if (key == "inverse") {
-      if (value == "tf32") o.inverse = kInverseTf32;
-      else if (value == "f16") o.inverse = kInverseF16;
-      else if (value == "hier") o.inverse = kInverseHier;
-      else throw bad("inverse must be tf32, f16 or hier");
+      o.inverse = pick({{"tf32", kInverseTf32}, {"f16", kInverseF16}, {"hier", kInverseHier}}, "inverse must be tf32, f16 or hier");
     } else if (key == "wg_order") {
-      if (value == "pingpong") o.pingpong = 1;
-      else if (value == "free") o.pingpong = 0;
-      else throw bad("wg_order must be pingpong or free");
+      o.pingpong = pick({{"pingpong", 1}, {"free", 0}}, "wg_order must be pingpong or free");
     } else if (key == "mma") {
-      if (value == "wgmma") o.wgmma = 1;
-      else if (value == "sync") o.wgmma = 0;
-      else throw bad("mma must be wgmma or sync");
+      o.wgmma = pick({{"wgmma", 1}, {"sync", 0}}, "mma must be wgmma or sync");
     } else {
       throw bad(fmt::format("unknown key '{}'", key));
     }

@@ -132,7 +132,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operands(flat(vd));
     }
-    if constexpr (kOut) ptx::wgmma_fence_operands(flat(o));  // (Q S)^T has landed with V_d^T
+    if constexpr (kOut) ptx::wgmma_fence_operands(flat(o));  // (Q S)^T has landed (with V_d^T, or before W^T)
     // S^T = e^G S^T + (V_d^T diag(eu)) K first (the chain), then O^T = (Q S)^T diag(eq) + V_d^T P_g^T
     // while it runs.
     uint32_t av[4][4], ap[4][4];
