@@ -463,12 +463,52 @@ TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   EXPECT_EQ(plan_of({32768}, 16, 64).seg_chunks, 0);
   EXPECT_EQ(plan_of({300}, 16, 32).seg_chunks, 0);
   EXPECT_EQ(plan_of({1, 17}, 1, 2).seg_chunks, 0);
+  // A grid of at most a quarter of the SMs splits where the split is modelled no slower (2/8 1x2048:
+  // 32 CTAs unsplit); 64 CTAs (4/16 1x2048) need the 10 %. No segment is shorter than 8 chunks.
+  EXPECT_EQ(plan_of({2048}, 2, 8).seg_chunks, 8);
+  EXPECT_EQ(plan_of({2048}, 4, 16).seg_chunks, 0);
+  for (const int64_t len : {1024, 2048, 4096, 8192, 32768})
+    for (const auto& [hq, hv] : {std::pair{2, 8}, std::pair{4, 16}, std::pair{16, 16}}) {
+      const int L = plan_of({len}, hq, hv).seg_chunks;
+      EXPECT_TRUE(L == 0 || L >= 8) << hq << "/" << hv << " 1x" << len << ": L = " << L;
+    }
   // The plan line says what a split means for the bits.
   const std::string line = few.describe(b, 132);
   EXPECT_TRUE(test::contains(line, "context parallel: segments of")) << line;
   EXPECT_TRUE(test::contains(line, "not batch-invariant")) << line;
   EXPECT_TRUE(test::contains(line, "927 us unsplit")) << line;  // the unsplit plan's own block_v (32)
   EXPECT_FALSE(test::contains(off.describe(b, 132), "context parallel"));
+}
+
+// Programmatic dependent launches: v3's kernels after the preparation where it splits or the
+// preparation is one wave, said in the plan line; pdl=on|off by override; no other kernel (a single
+// launch) takes them.
+TEST(Sm90Plan, ProgrammaticDependentsInKernelV3) {
+  const Batch b = Batch::of(prefill({2048}, 2, 8));
+  const Plan chosen = sm90::choose(b, 132);
+  ASSERT_EQ(chosen.kernel, sm90::kKernelV3);
+  EXPECT_TRUE(chosen.pdl);
+  EXPECT_TRUE(test::contains(chosen.describe(b, 132), "each kernel after the first a programmatic dependent"))
+      << chosen.describe(b, 132);
+  const Plan off = sm90::apply_override(chosen, "pdl=off");
+  EXPECT_FALSE(off.pdl);
+  EXPECT_NE(off, chosen);
+  EXPECT_FALSE(test::contains(off.describe(b, 132), "programmatic"));
+  EXPECT_EQ(sm90::apply_override(off, "pdl=on"), chosen);
+  EXPECT_FALSE(sm90::apply_override(chosen, "kernel=v4,block_v=64").pdl);
+  EXPECT_FALSE(sm90::choose(b, 132, sm90::kKernelV1).pdl);
+  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,pdl=on"), std::invalid_argument);
+  EXPECT_THROW(sm90::apply_override(chosen, "pdl=yes"), std::invalid_argument);
+  const Batch wide = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 16));
+  ASSERT_EQ(sm90::choose(wide, 132).kernel, sm90::kKernelV4);
+  EXPECT_FALSE(sm90::choose(wide, 132).pdl);
+  const Batch deep = Batch::of(prefill({8192, 8192, 8192, 8192}, 16, 32));  // 516 x 16 preparation CTAs, unsplit
+  ASSERT_EQ(sm90::choose(deep, 132).seg_chunks, 0);
+  EXPECT_FALSE(sm90::choose(deep, 132).pdl);
+  EXPECT_TRUE(sm90::choose(Batch::of(prefill({2048}, 16, 32)), 132).pdl);  // 33 x 16: one wave
+  const Plan split = sm90::choose(Batch::of(prefill({32768}, 16, 32)), 132);
+  ASSERT_GT(split.seg_chunks, 0);
+  EXPECT_TRUE(split.pdl);
 }
 
 // Kernel v4 (fused, override only): block_v 64 or 128 on wgmma, no split, no workspace; plan_for

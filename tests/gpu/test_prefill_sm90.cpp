@@ -211,7 +211,8 @@ TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
                                  "kernel=v3,inverse=f16,prep=group", "kernel=v3,inverse=tf32", "kernel=v3,inverse=hier,prep=group",
                                  "kernel=v3,slot=lean", "kernel=v3,cp=2,slot=lean", "kernel=v3,block_v=128,slot=lean",
                                  "kernel=v3,slot_write=bulk", "kernel=v3,slot_write=bulk,prep=group",
-                                 "kernel=v3,block_v=128,wg_order=free", "kernel=v4,block_v=128,wg_order=free"}) {
+                                 "kernel=v3,block_v=128,wg_order=free", "kernel=v4,block_v=128,wg_order=free",
+                                 "kernel=v3,cp=2,pdl=off"}) {
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", plan);
     const Shape s = prefill({777, 64, 1, 250}, 4, 16);
     Problem p(s, *backend_, kSeed);
@@ -365,6 +366,24 @@ TEST_F(Sm90PrefillBits, TurnsGiveTheSameBits) {
     expect_the_first_plans_bits({base + ",wg_order=pingpong", base + ",wg_order=free"}, *v, p, *backend_);
 }
 
+// Programmatic dependent launches (pdl) only let a kernel's CTAs start before the one before it
+// ends, each waiting for that one's results: the same bits as launches in plain stream order, split
+// (M used with no_decay, dropped by the warm-up with standard inputs; both transition widths) and
+// unsplit, over ragged, single-token and zero-length sequences.
+TEST_F(Sm90PrefillBits, DependentLaunchesGiveTheSameBits) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(v, nullptr);
+  if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+  if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
+  for (const InputDist dist : {InputDist::standard, InputDist::no_decay}) {
+    const Shape s = with(prefill({1, 17, 0, 640, 200, 1300}, 2, 4), [&](Shape& x) { x.inputs = dist; });
+    SCOPED_TRACE(s.key());
+    Problem p(s, *backend_, kSeed);
+    for (const std::string base : {"kernel=v3,cp=2", "kernel=v3,cp=1,cp_block_v=32,block_v=128", "kernel=v3,cp=off"})
+      expect_the_first_plans_bits({base + ",pdl=off", base + ",pdl=on"}, *v, p, *backend_);
+  }
+}
+
 // The preparation per q/k head (prep=group) runs each value head's preparation with the same
 // functions in the same order as one CTA per value head, so the same bits, for every GVA ratio;
 // and so does the per-value-head form at five CTAs per SM (prep_ctas=5: other registers, the same
@@ -420,7 +439,8 @@ TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
   ASSERT_NE(v, nullptr);
   if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
   if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << why;
-  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3", "kernel=v3,cp=1", "kernel=v4,block_v=128"}) {
+  for (const char* kernel : {"kernel=v1", "kernel=v2", "kernel=v3", "kernel=v3,cp=1", "kernel=v3,cp=1,pdl=off",
+                             "kernel=v4,block_v=128"}) {
     SCOPED_TRACE(kernel);
     test::ScopedEnv env("GDNBENCH_SM90_PLAN", kernel);
     const Shape s = prefill({0, 129, 1, 64}, 2, 8);

@@ -17,8 +17,9 @@
 namespace gdn::sm90 {
 
 // q and k rows [row0, row0 + rows) of the packed batch (rows >= 1, q/k head hk) into stage
-// `stage`, issued by NT threads, this one being tid. Offsets are 64-bit.
-template <int BV, int Ver, int NT>
+// `stage`, issued by NT threads, this one being tid. Offsets are 64-bit. kQ false: k only (the
+// transition pass has no (Q S)^T and no o).
+template <int BV, int Ver, int NT, bool kQ = true>
 __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int hk,
                                         int tid) {
   static_assert(NT % 128 == 0, "a thread keeps one 16-byte column piece and a row residue mod 8");
@@ -37,7 +38,7 @@ __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill:
     const bool valid = r < rows;
     const int64_t off = valid ? r * row_elems : 0;
     const uint32_t dst = s_at + uint32_t(m * kRowsPerPass * 128);
-    ptx::cp_async_16_zfill(dst + L.q(stage), q + off, valid);
+    if constexpr (kQ) ptx::cp_async_16_zfill(dst + L.q(stage), q + off, valid);
     ptx::cp_async_16_zfill(dst + L.k(stage), k + off, valid);
   }
 }

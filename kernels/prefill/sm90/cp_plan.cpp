@@ -87,9 +87,16 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   if (p.kernel != kKernelV3 || int64_t(kHeadDim / 32) * b.HV * b.sequences > 4 * int64_t(sm_count)) return p;
   const int64_t max_chunks = chunks_of(b.max_len());
+  // A split must be modelled 10 % faster, or no slower where the unsplit grid at block_v 32 fills
+  // at most a quarter of the SMs (H100, eleventh session: 2/8 1x2048, 32 CTAs, modelled 62.2 split
+  // against 62.6 us, measured 0.84x the unsplit call at L = 8).
+  const bool thin = int64_t(kHeadDim / 32) * b.HV * b.sequences * 4 <= int64_t(sm_count);
   Plan best = p;
-  double best_us = 0.9 * modeled_scan_us(b, p, sm_count);
-  for (int L = 4; L < max_chunks && L <= 512; L *= 2)
+  double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count);
+  // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
+  // they save (H100, eleventh session: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
+  // and 1x4096).
+  for (int L = 8; L < max_chunks && L <= 512; L *= 2)
     for (const int bv : {32, 64, 128})
       for (const int cp_bv : {32, 64}) {
         Plan q = p;
@@ -97,6 +104,9 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
         const double us = modeled_scan_us(b, q, sm_count);
         if (us < best_us) best = q, best_us = us;
       }
+  // Four kernels in a row: each after the first a programmatic dependent of the one before (H100,
+  // eleventh session, same binary: 0.95-0.98x on nine of ten split cells, 16/32 1x32768 1.02x).
+  if (best.seg_chunks > 0) best.pdl = true;
   return best;
 }
 

@@ -29,6 +29,10 @@ constexpr int kFixupSmemBytes = (2 * kFixupMFloats + 3 * kFixupNFloats) * 4;
 __global__ void __launch_bounds__(kFixupThreads, 1) prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp) {
   extern __shared__ __align__(16) float fsm[];
   float* const S = fsm + 2 * kFixupMFloats + 2 * kFixupNFloats;  // [K][kFixupCols], the current start state
+  // A programmatic dependent of the transition pass (Plan::pdl): the scan may start its CTAs, and
+  // this grid waits here for the maps and flags. Without PDL both return at once.
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
   const int tid = int(threadIdx.x);
   constexpr int kBlocks = kHeadDim / kFixupCols;
   const int64_t cta = blockIdx.x;

@@ -42,8 +42,8 @@ constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 // is the slot as it lies in the workspace, one contiguous copy (slot_piece's mapping is the
 // identity there). Packed and lean: each piece to where slot_buffer_offset puts it; the
 // packed tiles' pieces right of the diagonal stay the zeros zero_tiles wrote, and the lean slot's
-// P_g is made here (scan_pg).
-template <int BV, int NT, int kSlot>
+// P_g is made here (scan_pg). kPg false: a full slot without P_g (the transition pass has no o).
+template <int BV, int NT, int kSlot, bool kPg = true>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
@@ -62,7 +62,8 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
     const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
 #pragma unroll
     for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)
-      if (m * NT + tid < kFullSlotBytes / 16) ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
+      if (const int e = m * NT + tid; e < kFullSlotBytes / 16 && (kPg || e < kHalfTileBytes / 16 || e >= 2 * kHalfTileBytes / 16))
+        ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
   }
 }
 
@@ -106,10 +107,10 @@ template <int BV> __device__ __forceinline__ void zero_tiles(uint8_t* smem, int 
 
 // bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside
 // f16's range, as the preparation converts them).
-template <class In, int BV, int NT> __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
+template <class In, int BV, int NT, bool kQ = true> __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
   constexpr SmemLayout L(BV, kKernelV3);
   static_assert(L.k0 == L.q0 + 3 * kQKTileBytes, "q stages, then k stages");
-  for (int e = tid; e < 2 * kQKTileBytes / 16; e += NT) {
+  for (int e = kQ ? tid : tid + kQKTileBytes / 16; e < 2 * kQKTileBytes / 16; e += NT) {
     const int at = 16 * e;
     uint4* p = reinterpret_cast<uint4*>(smem + (at < kQKTileBytes ? L.q(stage) + at : L.k(stage) + at - kQKTileBytes));
     uint4 w = *p;
@@ -169,6 +170,11 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   constexpr bool kPgHere = kSlot == kSlotLean && kOut;  // the load warps make P_g
   extern __shared__ __align__(1024) uint8_t smem[];
+  // Launched as a programmatic dependent (Plan::pdl): the next kernel may start its CTAs, and this
+  // one waits here for the kernel before it (the preparation's slots, the maps, the start states).
+  // Without PDL both return at once.
+  cudaTriggerProgrammaticLaunchCompletion();
+  cudaGridDependencySynchronize();
   const int tid = int(threadIdx.x), warp = tid >> 5;
   const CtaWork w = CtaWork::of(a, v_blocks, BV, cp.seg_chunks);
   if (!w.valid || (!kOut && w.last_segment())) return;  // a slot between sequences; the last segment's map is not needed
@@ -231,9 +237,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     if constexpr (BV == 128) ptx::setmaxnreg_dec<kPgHere ? kLoadRegsLean : kLoadRegs>();
     auto load = [&](int i) {
       const int c = c_begin + i;
-      load_qk<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+      load_qk<BV, kKernelV3, NL, kOut>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
       load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-      load_slot<BV, NL, kSlot>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+      load_slot<BV, NL, kSlot, kOut>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {
@@ -248,7 +254,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
       if constexpr (!std::is_same_v<In, __half> || kPgHere) {
         ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-        if constexpr (!std::is_same_v<In, __half>) qk_to_f16<In, BV, NL>(smem, i % 3, ltid);
+        if constexpr (!std::is_same_v<In, __half>) qk_to_f16<In, BV, NL, kOut>(smem, i % 3, ltid);
       }
       if constexpr (kPgHere) {
         if constexpr (!std::is_same_v<In, __half>) ptx::named_bar_sync(kLoadBarrier, NL);  // every row converted

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <fmt/format.h>
+#include <utility>
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
@@ -31,6 +32,23 @@ template <class K> void set_smem(K kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+// `kernel` on `stream`; with pdl as a programmatic dependent of the kernel before it there: its CTAs
+// may start as that one's retire, and wait in cudaGridDependencySynchronize for its results.
+template <class... Params, class... Args>
+void launch_after(bool pdl, void (*kernel)(Params...), int64_t ctas, int threads, int smem, cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute dependent{};
+  dependent.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  dependent.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(ctas));
+  config.blockDim = dim3(unsigned(threads));
+  config.dynamicSmemBytes = size_t(smem);
+  config.stream = stream;
+  config.attrs = &dependent;
+  config.numAttrs = pdl ? 1 : 0;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
 template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   const auto kernel = kernel_of<In, BV, Ver>();
   const int smem = p.smem_bytes();
@@ -41,25 +59,25 @@ template <class In, int BV, int Ver> void launch_typed(const prefill::Args& a, c
 }
 
 template <class In, int BV, bool kOut, bool kWg, int kSlot>
-void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong, cudaStream_t stream) {
+void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong, bool pdl,
+                 cudaStream_t stream) {
   const auto scan = prefill_sm90_v3_kernel<In, BV, kOut, kWg, kSlot>;
   const int smem = SmemLayout(BV, kKernelV3).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
   if (ctas > int64_t(INT32_MAX))
     throw runtime_error(fmt::format("prefill/sm90: {} scan CTAs do not fit one grid (a shorter cp segment?)", ctas));
-  scan<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV3) * 32), size_t(smem), stream>>>(a, v_blocks, ws, cp, pingpong);
-  CUDA_CHECK(cudaGetLastError());
+  launch_after(pdl, scan, ctas, warps_for(BV, kKernelV3) * 32, smem, stream, a, v_blocks, ws, cp, pingpong);
 }
 
 template <class In, bool kOut, int kSlot>
 void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp,
-                    bool pingpong, cudaStream_t stream) {
-  if (block_v == 32) return launch_scan<In, 32, kOut, false, kSlot>(a, slots, ws, cp, false, stream);
-  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kSlot>(a, slots, ws, cp, false, stream);
-  if (block_v == 64) return launch_scan<In, 64, kOut, false, kSlot>(a, slots, ws, cp, false, stream);
+                    bool pingpong, bool pdl, cudaStream_t stream) {
+  if (block_v == 32) return launch_scan<In, 32, kOut, false, kSlot>(a, slots, ws, cp, false, pdl, stream);
+  if (block_v == 64 && wgmma) return launch_scan<In, 64, kOut, true, kSlot>(a, slots, ws, cp, false, pdl, stream);
+  if (block_v == 64) return launch_scan<In, 64, kOut, false, kSlot>(a, slots, ws, cp, false, pdl, stream);
   if constexpr (kOut) {  // the transition pass runs at cp_block_v 32 or 64
-    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kSlot>(a, slots, ws, cp, pingpong, stream);
+    if (block_v == 128 && wgmma) return launch_scan<In, 128, kOut, true, kSlot>(a, slots, ws, cp, pingpong, pdl, stream);
   }
   throw runtime_error(fmt::format("prefill/sm90: no kernel v3 for block_v {}", block_v));
 }
@@ -81,7 +99,9 @@ template <class In, int kSlot> auto prep_kernel_of(const Plan& p) {
 }
 
 // Kernel v3: every chunk prepared into the workspace, then the scan (same stream, in order). With
-// context parallelism (segments.h) the transition pass and the fixup run between the two.
+// context parallelism (segments.h) the transition pass and the fixup run between the two. The
+// preparation waits for whatever the stream ran before; with Plan::pdl the kernels after it are
+// programmatic dependents, each waiting for the one before (cudaGridDependencySynchronize).
 template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   const int L = p.seg_chunks;
   const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV, kSlot) + 255) / 256 * 256;
@@ -103,13 +123,11 @@ template <class In, int kSlot> void launch_v3(const prefill::Args& a, const Plan
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {
-    launch_scan_at<In, false, kSlot>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, false, stream);
+    launch_scan_at<In, false, kSlot>(p.cp_block_v, p.wgmma_at(p.cp_block_v), a, slots, ws, cp, false, p.pdl, stream);
     set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
-    const int64_t ctas = a.N * a.HV * (kHeadDim / kFixupCols);
-    prefill_sm90_fixup_kernel<<<dim3(unsigned(ctas)), kFixupThreads, size_t(kFixupSmemBytes), stream>>>(a, cp);
-    CUDA_CHECK(cudaGetLastError());
+    launch_after(p.pdl, prefill_sm90_fixup_kernel, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp);
   }
-  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, p.pingpong_at(p.block_v), stream);
+  launch_scan_at<In, true, kSlot>(p.block_v, p.wgmma_at(p.block_v), a, slots, ws, cp, p.pingpong_at(p.block_v), p.pdl, stream);
 }
 
 // Kernel v4: one fused kernel, one CTA per (value block, head, sequence); no workspace.

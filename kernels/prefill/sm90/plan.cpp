@@ -39,7 +39,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
   const std::string how =
       kernel == kKernelV3
           ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
-                        "the inverse {}; {:.1f} MiB workspace of {} slots{}), then the scan",
+                        "the inverse {}; {:.1f} MiB workspace of {} slots{}), then the scan{}",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
                         SmemLayout(0, kPrepKernel).bytes / 1024.0, prep_ctas,
@@ -48,7 +48,8 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                                                  : "by 16 x 16 solves and three-product TF32 merges",
                         workspace_bytes(b.tokens, b.sequences, b.HV, slot) / 1048576.0,
                         slot == kSlotPacked ? "packed" : slot == kSlotLean ? "lean (P_g made by the scan's load warps)" : "full",
-                        slot == kSlotPacked ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread")
+                        slot == kSlotPacked ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread",
+                        pdl ? " (each kernel after the first a programmatic dependent of the one before)" : "")
       : kernel == kKernelV4 ? fmt::format("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, the state "
                                           "warpgroups doing the next chunk's q/k norms, no workspace; the inverse {}",
                                           inverse == kInverseHier ? "by 8 x 8 eliminations and f16 merges"
@@ -112,6 +113,11 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
   // single thread's wait for its copies is hidden by the other CTAs there, not in one wave.
   p.bulk_slot_writes = kernel == kKernelV3 && p.prep_grid(b) > int64_t(kPrepCtasPerSm) * sm_count;
+  // The scan a programmatic dependent of a preparation of one wave (choose_context_parallel: every
+  // split). H100, eleventh session, same binary: 0.96-0.99x on the short unsplit cells (1x2048,
+  // 1024x8), but 16/32 8192x4 (a preparation of 15 waves) 1.05x and the other deep ones within
+  // +-1 %: docs/notes/prefill-sm90.md.
+  p.pdl = kernel == kKernelV3 && !p.bulk_slot_writes;
   // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
   // head, each chunk prepared once.
   const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
@@ -153,7 +159,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free, pdl=on|off, comma-separated)",
         spec, why));
   };
   Override o;
@@ -200,6 +206,8 @@ Override parse_override(std::string_view spec) {
       o.inverse = pick({{"tf32", kInverseTf32}, {"f16", kInverseF16}, {"hier", kInverseHier}}, "inverse must be tf32, f16 or hier");
     } else if (key == "wg_order") {
       o.pingpong = pick({{"pingpong", 1}, {"free", 0}}, "wg_order must be pingpong or free");
+    } else if (key == "pdl") {
+      o.pdl = pick({{"on", 1}, {"off", 0}}, "pdl must be on or off");
     } else if (key == "mma") {
       o.wgmma = pick({{"wgmma", 1}, {"sync", 0}}, "mma must be wgmma or sync");
     } else {
@@ -234,6 +242,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.pingpong)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': wg_order=pingpong needs kernel v3 or v4", spec));
+  if (p.kernel != kKernelV3 && p.pdl)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': pdl=on needs kernel v3", spec));
   if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v4 runs block_v 64 or 128 on wgmma", spec));
   return p;
@@ -254,6 +264,8 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
   if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (o.pingpong >= 0) p.pingpong = o.pingpong == 1;
+  if (o.pdl >= 0) p.pdl = o.pdl == 1;
+  if (p.kernel != kKernelV3 && o.pdl < 0) p.pdl = false;
   if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && o.pingpong < 0) p.pingpong = false;
   if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
   if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
@@ -272,7 +284,7 @@ Plan plan_for(const Batch& b, int sm_count) {
   // The base: the named kernel's choice; with no kernel named, v3's where the spec names a field
   // only v3 has (the default may be v4), else the default plan.
   const bool v3_fields = o.seg_chunks >= 0 || o.cp_block_v != 0 || o.prep_group >= 0 || o.slot >= 0 ||
-                         o.bulk_slot_writes >= 0 || o.prep_ctas > 0 || o.wgmma == 0;
+                         o.bulk_slot_writes >= 0 || o.prep_ctas > 0 || o.wgmma == 0 || o.pdl == 1;
   const int kernel = o.kernel != 0 ? o.kernel : v3_fields ? kKernelV3 : 0;
   if (kernel == 0) return apply_override(choose(b, sm_count), spec);
   // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).

@@ -65,6 +65,11 @@ struct Plan {
   // Override wg_order=pingpong|free.
   bool pingpong = false;
   bool pingpong_at(int bv) const { return pingpong && bv == 128 && wgmma_at(bv); }
+  // v3: the kernels after the preparation launch as programmatic dependents (PDL) of the one
+  // before: their CTAs start as that one's retire and wait for its results, so no launch gap
+  // separates them. Chosen for every split and where the preparation is one wave (choose).
+  // Override pdl=on|off.
+  bool pdl = false;
 
   int warps() const { return warps_for(block_v, kernel); }
   int state_warps() const { return block_v / kColsPerWarp; }
@@ -81,7 +86,8 @@ struct Plan {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
            slot == o.slot && bulk_slot_writes == o.bulk_slot_writes &&
-           inverse == o.inverse && prep_ctas == o.prep_ctas && pingpong_at(block_v) == o.pingpong_at(o.block_v);
+           inverse == o.inverse && prep_ctas == o.prep_ctas && pingpong_at(block_v) == o.pingpong_at(o.block_v) &&
+           pdl == o.pdl;
   }
 };
 
@@ -118,8 +124,8 @@ Plan choose(const Batch& b, int sm_count);
 bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free
-// (0 / -1 where not given);
+// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free,
+// pdl=on|off (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
   int block_v = 0, kernel = 0;
@@ -132,16 +138,19 @@ struct Override {
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
   int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
   int pingpong = -1;     // wg_order=pingpong (1) or free (0); -1 when not given
+  int pdl = -1;          // pdl=on (1) or off (0); -1 when not given
 };
+
 Override parse_override(std::string_view spec);
 // `chosen` with the fields of `spec` replaced ("" keeps it); throws std::invalid_argument for a
 // malformed spec or a plan no kernel has (v2 or v3 with block_v 128, a split without v3).
 Plan apply_override(const Plan& chosen, std::string_view spec);
 // The context-parallel plan for a v3 plan `p` (its block_v for the scan): the segment length
-// (4 .. 512 chunks, powers of two) and block_v of both passes with the least modelled time, if it
-// beats `p`'s by 10 %, else `p`. Considered only when the unsplit grid at block_v 32 is under
-// four waves (few heads x few sequences); a split makes a sequence's bits depend on the segment
-// length, so on the batch.
+// (8 .. 512 chunks, powers of two) and block_v of both passes with the least modelled time, if it
+// beats `p`'s by 10 % (or at all where the unsplit grid at block_v 32 fills at most a quarter of
+// the SMs), else `p`; a split's kernels are programmatic dependents (pdl). Considered only when the
+// unsplit grid at block_v 32 is under four waves (few heads x few sequences); a split makes a
+// sequence's bits depend on the segment length, so on the batch.
 Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count);
 // choose() for the override's kernel (with none named: v3's choice where the spec names a field
 // only v3 has, else the default choice), then the spec's fields, when GDNBENCH_SM90_PLAN is set.

@@ -84,6 +84,8 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_k
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];
+  // The kernels after this one may start their CTAs (Plan::pdl); they wait for its results.
+  cudaTriggerProgrammaticLaunchCompletion();
   const int tid = int(threadIdx.x), group = a.HV / a.H;
   const int hk = kGroup ? int(blockIdx.y) : int(blockIdx.y) / group;  // the q/k head
   const int64_t slot = blockIdx.x;
