@@ -2,7 +2,9 @@
 // transition pass's per-segment maps, S_start(s + 1) = M_s S_start(s) + N_s (= N_s where the
 // warm-up dropped M_s), in fp32 on CUDA cores. One CTA of kFixupThreads per (sequence, value
 // head, kFixupCols state columns); M_s (64 KiB) and the CTA's columns of N_s are copied into
-// shared memory one segment ahead. The sequence's own initial state (h0 or its pool slot,
+// shared memory one segment ahead. M_s S_start(s) is summed in k slices, one per warp, 32
+// accumulators a thread (eleventh session: 4 rows x 1 column a thread read shared memory twice
+// per 2 FMAs; more threads per CTA made the step slower). The sequence's own initial state (h0 or its pool slot,
 // state_ref.cuh) is read here only: the scan reads every segment's start from the buffer, so in
 // the pool form no CTA reads a slot that another CTA writes.
 #pragma once
@@ -20,15 +22,21 @@
 namespace gdn::sm90 {
 
 constexpr int kFixupCols = 8, kFixupThreads = 256;
-constexpr int kFixupMStride = kHeadDim + 4;  // rows r .. r + 3 of a warp four banks apart: float4 row reads are conflict-free
-constexpr int kFixupRowsPerThread = kHeadDim * kFixupCols / kFixupThreads;
-constexpr int kFixupRowStep = kFixupThreads / kFixupCols;
+constexpr int kFixupMStride = kHeadDim + 4;  // consecutive rows four banks apart: a warp's float4 reads of 32 rows take 4 wavefronts
 constexpr int kFixupMFloats = kHeadDim * kFixupMStride, kFixupNFloats = kHeadDim * kFixupCols;
-constexpr int kFixupSmemBytes = (2 * kFixupMFloats + 3 * kFixupNFloats) * 4;
+// The product M S in k slices, one per warp: warp w sums k in [16 w, 16 w + 16) for rows lane + 32 i
+// (i < 4) and all kFixupCols columns (32 accumulators), so each shared-memory read feeds 8 or 4
+// FMAs instead of 2; the slices' partial sums are added in slice order.
+constexpr int kFixupSlices = kFixupThreads / 32, kFixupSliceK = kHeadDim / kFixupSlices, kFixupRowsPerLane = kHeadDim / 32;
+constexpr int kFixupPartialFloats = kFixupSlices * kFixupNFloats;
+constexpr int kFixupOutPerThread = kFixupNFloats / kFixupThreads;
+constexpr int kFixupSmemBytes = (2 * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4;
+static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, float4 of M per four k");
 
 __global__ void __launch_bounds__(kFixupThreads, 1) prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp) {
   extern __shared__ __align__(16) float fsm[];
   float* const S = fsm + 2 * kFixupMFloats + 2 * kFixupNFloats;  // [K][kFixupCols], the current start state
+  float* const part = S + kFixupNFloats;                         // [slice][K][kFixupCols], the slices' sums
   // A programmatic dependent of the transition pass (Plan::pdl): the scan may start its CTAs, and
   // this grid waits here for the maps and flags. Without PDL both return at once.
   cudaTriggerProgrammaticLaunchCompletion();
@@ -72,39 +80,54 @@ __global__ void __launch_bounds__(kFixupThreads, 1) prefill_sm90_fixup_kernel(co
     }
   }
 
-  const int c = tid % kFixupCols, r0 = tid / kFixupCols;  // rows r0 + kFixupRowStep i
+  const int lane = tid & 31, slice = tid >> 5, k0 = slice * kFixupSliceK;
   for (int64_t s = 0; s + 1 < segs; ++s) {
     if (s + 2 < segs) load_maps(s + 1);
     else __pipeline_commit();
+    const bool drop = dropped(s);  // its load beside the copies' wait
     __pipeline_wait_prior(1);
     __syncthreads();  // segment s's maps have landed for every thread; S holds S_start(s)
-    const float* N = fsm + 2 * kFixupMFloats + (s & 1) * kFixupNFloats;
-    float acc[kFixupRowsPerThread];
-#pragma unroll
-    for (int i = 0; i < kFixupRowsPerThread; ++i) acc[i] = N[(r0 + kFixupRowStep * i) * kFixupCols + c];
-    if (!dropped(s)) {
+    if (!drop) {
       const float* M = fsm + (s & 1) * kFixupMFloats;
-#pragma unroll 4
-      for (int k = 0; k < kHeadDim; k += 4) {
-        const float s0 = S[k * kFixupCols + c], s1 = S[(k + 1) * kFixupCols + c];
-        const float s2 = S[(k + 2) * kFixupCols + c], s3 = S[(k + 3) * kFixupCols + c];
+      float acc[kFixupRowsPerLane][kFixupCols] = {};
 #pragma unroll
-        for (int i = 0; i < kFixupRowsPerThread; ++i) {
-          const float4 m = *reinterpret_cast<const float4*>(M + (r0 + kFixupRowStep * i) * kFixupMStride + k);
-          acc[i] = fmaf(m.x, s0, acc[i]);
-          acc[i] = fmaf(m.y, s1, acc[i]);
-          acc[i] = fmaf(m.z, s2, acc[i]);
-          acc[i] = fmaf(m.w, s3, acc[i]);
+      for (int kq = 0; kq < kFixupSliceK; kq += 4) {
+        float4 m[kFixupRowsPerLane];
+#pragma unroll
+        for (int i = 0; i < kFixupRowsPerLane; ++i)
+          m[i] = *reinterpret_cast<const float4*>(M + (lane + 32 * i) * kFixupMStride + k0 + kq);
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          const float4 lo = *reinterpret_cast<const float4*>(S + (k0 + kq + kk) * kFixupCols);
+          const float4 hi = *reinterpret_cast<const float4*>(S + (k0 + kq + kk) * kFixupCols + 4);
+          const float sv[kFixupCols] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+#pragma unroll
+          for (int i = 0; i < kFixupRowsPerLane; ++i) {
+            const float mv = kk == 0 ? m[i].x : kk == 1 ? m[i].y : kk == 2 ? m[i].z : m[i].w;
+#pragma unroll
+            for (int c = 0; c < kFixupCols; ++c) acc[i][c] = fmaf(mv, sv[c], acc[i][c]);
+          }
         }
       }
+#pragma unroll
+      for (int i = 0; i < kFixupRowsPerLane; ++i) {
+        float* to = part + (slice * kHeadDim + lane + 32 * i) * kFixupCols;
+        *reinterpret_cast<float4*>(to) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+        *reinterpret_cast<float4*>(to + 4) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+      }
     }
-    __syncthreads();  // every thread has read S and segment s's maps
+    __syncthreads();  // every slice's sums are in; every thread has read S and segment s's maps
+    const float* N = fsm + 2 * kFixupMFloats + (s & 1) * kFixupNFloats;
     const StateRef out = buffer_state(cp.start, slot0 + s + 1, h, a.HV);
 #pragma unroll
-    for (int i = 0; i < kFixupRowsPerThread; ++i) {
-      const int r = r0 + kFixupRowStep * i;
-      S[r * kFixupCols + c] = acc[i];
-      out.write(r, col0 + c, acc[i]);
+    for (int j = 0; j < kFixupOutPerThread; ++j) {
+      const int e = tid + kFixupThreads * j, r = e / kFixupCols, c = e % kFixupCols;
+      float x = N[e];
+      if (!drop)
+#pragma unroll
+        for (int sl = 0; sl < kFixupSlices; ++sl) x += part[sl * kFixupNFloats + e];
+      S[e] = x;
+      out.write(r, col0 + c, x);
     }
   }
 }
