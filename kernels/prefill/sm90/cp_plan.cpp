@@ -85,12 +85,13 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
 
 Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
-  if (p.kernel != kKernelV3 || int64_t(kHeadDim / 32) * b.HV * b.sequences > 4 * int64_t(sm_count)) return p;
+  const int64_t unsplit_ctas = int64_t(kHeadDim / 32) * b.HV * b.sequences;  // the unsplit grid at block_v 32
+  if (p.kernel != kKernelV3 || unsplit_ctas > 4 * int64_t(sm_count)) return p;
   const int64_t max_chunks = chunks_of(b.max_len());
-  // A split must be modelled 10 % faster, or no slower where the unsplit grid at block_v 32 fills
-  // at most a quarter of the SMs (H100, eleventh session: 2/8 1x2048, 32 CTAs, modelled 62.2 split
-  // against 62.6 us, measured 0.84x the unsplit call at L = 8).
-  const bool thin = int64_t(kHeadDim / 32) * b.HV * b.sequences * 4 <= int64_t(sm_count);
+  // A split must be modelled 10 % faster, or no slower where the unsplit grid fills at most a
+  // quarter of the SMs (H100, eleventh session: 2/8 1x2048, 32 CTAs, modelled 62.2 split against
+  // 62.6 us, measured 0.84x the unsplit call at L = 8).
+  const bool thin = 4 * unsplit_ctas <= int64_t(sm_count);
   Plan best = p;
   double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count);
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than

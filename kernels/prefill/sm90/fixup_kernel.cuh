@@ -2,11 +2,11 @@
 // transition pass's per-segment maps, S_start(s + 1) = M_s S_start(s) + N_s (= N_s where the
 // warm-up dropped M_s), in fp32 on CUDA cores. One CTA of kFixupThreads per (sequence, value
 // head, kFixupCols state columns); M_s (64 KiB) and the CTA's columns of N_s are copied into
-// shared memory one segment ahead. M_s S_start(s) is summed in k slices, one per warp, 32
-// accumulators a thread (eleventh session: 4 rows x 1 column a thread read shared memory twice
-// per 2 FMAs; more threads per CTA made the step slower). The sequence's own initial state (h0 or its pool slot,
-// state_ref.cuh) is read here only: the scan reads every segment's start from the buffer, so in
-// the pool form no CTA reads a slot that another CTA writes.
+// shared memory one segment ahead, and M_s S_start(s) is summed in k slices (below; eleventh
+// session: 0.85-0.96x the fixup of 4 rows x 1 column a thread, and more threads per CTA were
+// slower). The sequence's own initial state (h0 or its pool slot, state_ref.cuh) is read here
+// only: the scan reads every segment's start from the buffer, so in the pool form no CTA reads a
+// slot that another CTA writes.
 #pragma once
 
 #include <cuda_pipeline.h>

@@ -110,14 +110,15 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
   // CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66) 1.10x. docs/notes/prefill-sm90.md.
   p.prep_group = kernel == kKernelV3 && b.H > 0 && b.HV >= 2 * b.H &&
                  2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
+  const bool prep_one_wave = p.prep_grid(b) <= int64_t(kPrepCtasPerSm) * sm_count;
   // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
   // single thread's wait for its copies is hidden by the other CTAs there, not in one wave.
-  p.bulk_slot_writes = kernel == kKernelV3 && p.prep_grid(b) > int64_t(kPrepCtasPerSm) * sm_count;
+  p.bulk_slot_writes = kernel == kKernelV3 && !prep_one_wave;
   // The scan a programmatic dependent of a preparation of one wave (choose_context_parallel: every
   // split). H100, eleventh session, same binary: 0.96-0.99x on the short unsplit cells (1x2048,
   // 1024x8), but 16/32 8192x4 (a preparation of 15 waves) 1.05x and the other deep ones within
   // +-1 %: docs/notes/prefill-sm90.md.
-  p.pdl = kernel == kKernelV3 && !p.bulk_slot_writes;
+  p.pdl = kernel == kKernelV3 && prep_one_wave;
   // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
   // head, each chunk prepared once.
   const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
