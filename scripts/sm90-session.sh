@@ -19,8 +19,8 @@
 #            4096x8, 8192x4, 16384x2; 16/16 and 16/64 at 1x32768); AB_SET=gva3 the GVA-3 heads
 #            (16/48, 8/24 at 4096x8, 8192x4, 16384x2, 4096x2, 1x32768, 1x8192), for
 #            AB_KERNELS="v3 v3,prep=group" (the preparation per q/k head; the default at GVA >= 3 since the seventh session, at GVA 2 since the ninth where the grid is deep);
-#            AB_KERNELS="v3 v3,slot=packed v3,inverse=f16 v3,inverse=hier v3,slot=packed,inverse=hier
-#            v3,prep=head,prep_ctas=5" (the eighth session's overrides). After each kernel but the first,
+#            AB_KERNELS="v3 v3,slot=packed v3,inverse=f16 v3,inverse=hier v3,slot=packed,inverse=hier"
+#            (the eighth session's overrides). After each kernel but the first,
 #            gdnbench compare against the first (AB_THRESHOLD, 1 %; AB_COMPARE_TAIL lines, 20)
 #   prefill  gdnbench run configs/qwen35-prefill.yaml, prefill/sm90 only (the default kernel): every
 #            case verified (on two value heads: the full fp64 reference of 171 cells takes longer

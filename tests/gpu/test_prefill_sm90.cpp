@@ -96,7 +96,7 @@ std::vector<Case> cases() {
                                    "v3,cp=2,block_v=64,mma=wgmma", "v3,block_v=128", "v3,cp=2,block_v=128", "v3,prep=group",
                                    "v4", "v4,block_v=128", "v3,slot=packed", "v3,cp=1,cp_block_v=32,slot=packed",
                                    "v3,cp=2,block_v=128,slot=packed", "v3,inverse=f16", "v3,prep=group,inverse=f16,slot=packed",
-                                   "v3,inverse=tf32", "v3,prep=group,inverse=hier,slot=packed", "v3,prep=head,prep_ctas=5",
+                                   "v3,inverse=tf32", "v3,prep=group,inverse=hier,slot=packed",
                                    "v4,block_v=128,inverse=tf32", "v3,slot=lean", "v3,cp=1,cp_block_v=32,slot=lean",
                                    "v3,cp=2,block_v=128,slot=lean", "v3,block_v=64,mma=sync,slot=lean",
                                    "v3,prep=group,slot=lean", "v3,prep=group,inverse=tf32,slot=lean", "v3,slot_write=bulk",
@@ -118,7 +118,6 @@ std::vector<Case> cases() {
       if (kernel.find("inverse=tf32") != std::string::npos) label += "_tf32inverse";
       if (kernel.find("inverse=f16") != std::string::npos) label += "_f16inverse";
       if (kernel.find("inverse=hier") != std::string::npos) label += "_hierinverse";
-      if (kernel.find("prep_ctas=5") != std::string::npos) label += "_prep5";
       if (kernel.find("wg_order=free") != std::string::npos) label += "_freeorder";
       all.push_back({label, one.shape, "kernel=" + kernel + (one.plan.empty() ? "" : "," + one.plan)});
     }
@@ -385,9 +384,7 @@ TEST_F(Sm90PrefillBits, DependentLaunchesGiveTheSameBits) {
 }
 
 // The preparation per q/k head (prep=group) runs each value head's preparation with the same
-// functions in the same order as one CTA per value head, so the same bits, for every GVA ratio;
-// and so does the per-value-head form at five CTAs per SM (prep_ctas=5: other registers, the same
-// instructions' arithmetic).
+// functions in the same order as one CTA per value head, so the same bits, for every GVA ratio.
 TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
@@ -397,8 +394,7 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
     const Shape s = prefill({1, 17, 64, 130, 200, 0, 700}, 2, hv);
     SCOPED_TRACE(s.key());
     Problem p(s, *backend_, kSeed);
-    expect_the_first_plans_bits({"kernel=v3,cp=off,prep=head", "kernel=v3,cp=off,prep=group", "kernel=v3,cp=off,prep=head,prep_ctas=5"},
-                                *v, p, *backend_);
+    expect_the_first_plans_bits({"kernel=v3,cp=off,prep=head", "kernel=v3,cp=off,prep=group"}, *v, p, *backend_);
   }
 }
 
@@ -407,7 +403,7 @@ TEST_F(Sm90PrefillBits, PreparationPerQkHeadGivesTheSameBits) {
 // preparation's functions: the same bits as the full slot for every scan form (mma.sync at block_v
 // 32 and 64, wgmma at 64 and 128, a split with its transition pass and warm-up), both preparation
 // forms and every inverse form (the inverse forms change the bits, the same in every slot form;
-// lean is built with hier and tf32 at four preparation CTAs per SM). The full and lean slots are
+// lean is built with hier and tf32). The full and lean slots are
 // written both ways, by bulk copies and by every thread: the same bytes.
 TEST_F(Sm90PrefillBits, PackedAndLeanSlotsGiveTheFullSlotsBits) {
   const Variant* v = Registry::instance().find("prefill/sm90");
@@ -420,12 +416,12 @@ TEST_F(Sm90PrefillBits, PackedAndLeanSlotsGiveTheFullSlotsBits) {
                                  "kernel=v3,cp=off,block_v=64,mma=wgmma", "kernel=v3,cp=off,block_v=128",
                                  "kernel=v3,cp=2,cp_block_v=32", "kernel=v3,cp=4,block_v=128", "kernel=v3,cp=off,prep=group",
                                  "kernel=v3,cp=off,inverse=f16", "kernel=v3,cp=off,prep=group,inverse=hier",
-                                 "kernel=v3,cp=off,prep=head,prep_ctas=5", "kernel=v3,cp=off,inverse=tf32",
+                                 "kernel=v3,cp=off,inverse=tf32",
                                  "kernel=v3,cp=off,prep=group,inverse=tf32,block_v=64,mma=sync"}) {
     SCOPED_TRACE(plan);
     std::vector<std::string> plans;
     for (const char* form : {",slot=full,slot_write=threads", ",slot=full,slot_write=bulk", ",slot=packed"}) plans.push_back(plan + form);
-    if (plan.find("inverse=f16") == std::string::npos && plan.find("prep_ctas=5") == std::string::npos)  // lean is built for these
+    if (plan.find("inverse=f16") == std::string::npos)  // lean is built for these
       for (const char* form : {",slot=lean,slot_write=threads", ",slot=lean,slot_write=bulk"}) plans.push_back(plan + form);
     expect_the_first_plans_bits(plans, *v, p, *backend_);
   }

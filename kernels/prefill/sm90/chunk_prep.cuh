@@ -236,6 +236,11 @@ __device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, 
 }
 
 // The part holding the diagonal (NP1 = RB + 1) also writes P_g's zeros right of it.
+// The gate e^(gam_i - gam_j): left of the row block's diagonal 16 x 16 block (j < 16 RB <= i) it
+// is e^(gam_i - c) e^(c - gam_j) with c = gam at row 16 RB, each factor at most 1 (gam does not
+// increase), so a row factor and a column factor of two exponentials each replace an exponential
+// per element there (a factor that underflows to zero stands for a gate under e^-87); inside the
+// diagonal block, element by element as before (there c - gam_j can be positive).
 template <bool IsQ, int RB, int BV, int Ver, int NP0 = 0, int NP1 = RB + 1>
 __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale,
                                               const RowBlockAcc<RB, NP0, NP1>& acc) {
@@ -262,6 +267,17 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     si[hr] = IsQ ? scale * rq[i] : beta[i] * rk[i];
     gi[hr] = gam[i];
   }
+  const float c = gam[16 * RB];
+  float row_factor[2];
+#pragma unroll
+  for (int hr = 0; hr < 2; ++hr) row_factor[hr] = si[hr] * exp_nonpos(gi[hr] - c);
+#pragma unroll
+  for (int nt = 0; nt < kTiles; ++nt) {
+    if ((kTile0 + nt) / 2 < RB) {  // left of the diagonal block: factored
+      rj[nt].x *= exp_nonpos(c - gj[nt].x);
+      rj[nt].y *= exp_nonpos(c - gj[nt].y);
+    }
+  }
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
     const int i = 16 * RB + g + 8 * hr;
@@ -269,14 +285,14 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     for (int nt = 0; nt < kTiles; ++nt) {
       const int j = 8 * (kTile0 + nt) + 2 * t;
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
-      const float v0 = si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
-      const float v1 = si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
+      const bool left = (kTile0 + nt) / 2 < RB;  // every j < i there: no mask
+      const float v0 = left ? row_factor[hr] * rj[nt].x * x0 : si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
+      const float v1 = left ? row_factor[hr] * rj[nt].y * x1 : si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
       if constexpr (!IsQ) {
-        lt[i * kLtStride + j] = j < i ? v0 : 0.f;
-        lt[i * kLtStride + j + 1] = j + 1 < i ? v1 : 0.f;
+        *reinterpret_cast<float2*>(lt + i * kLtStride + j) = left ? make_float2(v0, v1) : make_float2(j < i ? v0 : 0.f, j + 1 < i ? v1 : 0.f);
       } else {
         *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
-            pack_f16x2(j <= i ? v0 : 0.f, j + 1 <= i ? v1 : 0.f);
+            left ? pack_f16x2(v0, v1) : pack_f16x2(j <= i ? v0 : 0.f, j + 1 <= i ? v1 : 0.f);
       }
     }
     // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the

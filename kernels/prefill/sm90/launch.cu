@@ -83,18 +83,16 @@ void launch_scan_at(int block_v, bool wgmma, const prefill::Args& a, int64_t slo
 }
 
 // The preparation kernel of a plan: per value head or per q/k head (prep_group), the slot's form,
-// the chunk inverse's form (InverseForm), four or five CTAs per SM (prep_ctas, per value head).
-// The lean slot is built with the hier and TF32 inverses at four CTAs per SM only (plan.cpp checks).
-template <class In, bool kGroup, int kSlot, int kCtas = kPrepCtasPerSm> auto prep_kernel_of(int inverse) {
+// the chunk inverse's form (InverseForm). The lean slot is built with the hier and TF32 inverses
+// only (plan.cpp checks).
+template <class In, bool kGroup, int kSlot> auto prep_kernel_of(int inverse) {
   if constexpr (kSlot != kSlotLean)
-    if (inverse == kInverseF16) return prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseF16, kCtas>;
-  return inverse == kInverseHier ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier, kCtas>
-                                 : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32, kCtas>;
+    if (inverse == kInverseF16) return prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseF16>;
+  return inverse == kInverseHier ? prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseHier>
+                                 : prefill_sm90_prep_kernel<In, kGroup, kSlot, kInverseTf32>;
 }
 template <class In, int kSlot> auto prep_kernel_of(const Plan& p) {
   if (p.prep_group) return prep_kernel_of<In, true, kSlot>(p.inverse);
-  if constexpr (kSlot != kSlotLean)
-    if (p.prep_ctas == kPrepCtasPerSmWide) return prep_kernel_of<In, false, kSlot, kPrepCtasPerSmWide>(p.inverse);
   return prep_kernel_of<In, false, kSlot>(p.inverse);
 }
 

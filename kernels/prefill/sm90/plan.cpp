@@ -42,7 +42,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                         "the inverse {}; {:.1f} MiB workspace of {} slots{}), then the scan{}",
                         slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
                         prep_group ? ", one per q/k head and its value heads in turn" : "",
-                        SmemLayout(0, kPrepKernel).bytes / 1024.0, prep_ctas,
+                        SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
                         inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
                         : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
                                                  : "by 16 x 16 solves and three-product TF32 merges",
@@ -142,10 +142,12 @@ Plan choose(const Batch& b, int sm_count, int kernel) {
 
 bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
-  if (b.H <= 0 || b.HV != b.H || b.sequences < 1 || v3.seg_chunks > 0) return false;
-  // One CTA per (sequence, value head) at block_v 128: the grid fills the GPU, and no sequence is
-  // more than twice the mean, so no CTA walks a chain much longer than the others'.
-  return 10 * b.sequences * b.HV >= 9 * int64_t(sm_count) && b.max_len() * b.sequences <= 2 * b.tokens;
+  if (b.H <= 0 || (b.HV != b.H && b.HV != 2 * b.H) || b.sequences < 1 || v3.seg_chunks > 0) return false;
+  // One CTA per (sequence, value head) at block_v 128: the grid fills the GPU (GVA 1), or nearly
+  // two waves of it (GVA 2, where v3 prepares per q/k head and moves fewer bytes), and no sequence
+  // is more than twice the mean, so no CTA walks a chain much longer than the others'.
+  const int64_t ctas = b.sequences * b.HV, fill = b.HV == b.H ? 9 : 18;
+  return 10 * ctas >= fill * int64_t(sm_count) && b.max_len() * b.sequences <= 2 * b.tokens;
 }
 
 Plan choose(const Batch& b, int sm_count) {
@@ -160,7 +162,7 @@ Override parse_override(std::string_view spec) {
   auto bad = [&](std::string_view why) {
     return std::invalid_argument(fmt::format(
         "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free, pdl=on|off, comma-separated)",
+        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, wg_order=pingpong|free, pdl=on|off, comma-separated)",
         spec, why));
   };
   Override o;
@@ -201,8 +203,6 @@ Override parse_override(std::string_view spec) {
       o.slot = pick({{"packed", kSlotPacked}, {"lean", kSlotLean}, {"full", kSlotFull}}, "slot must be full, packed or lean");
     } else if (key == "slot_write") {
       o.bulk_slot_writes = pick({{"bulk", 1}, {"threads", 0}}, "slot_write must be bulk or threads");
-    } else if (key == "prep_ctas") {
-      o.prep_ctas = pick({{"4", kPrepCtasPerSm}, {"5", kPrepCtasPerSmWide}}, "prep_ctas must be 4 or 5");
     } else if (key == "inverse") {
       o.inverse = pick({{"tf32", kInverseTf32}, {"f16", kInverseF16}, {"hier", kInverseHier}}, "inverse must be tf32, f16 or hier");
     } else if (key == "wg_order") {
@@ -232,10 +232,8 @@ Plan checked(const Plan& p, std::string_view spec) {
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot_write=bulk needs kernel v3", spec));
   if (p.kernel != kKernelV3 && p.slot != kSlotFull)
     throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed and slot=lean need kernel v3", spec));
-  if (p.slot == kSlotLean && (p.inverse == kInverseF16 || p.prep_ctas != kPrepCtasPerSm))
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=lean is built with inverse=hier|tf32 and prep_ctas=4", spec));
-  if (p.prep_ctas != kPrepCtasPerSm && (p.kernel != kKernelV3 || p.prep_group))
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep_ctas=5 needs kernel v3 and prep=head", spec));
+  if (p.slot == kSlotLean && p.inverse == kInverseF16)
+    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=lean is built with inverse=hier|tf32", spec));
   if (p.kernel != kKernelV3 && p.inverse != kInverseTf32 && !(p.kernel == kKernelV4 && p.inverse == kInverseHier))
     throw std::invalid_argument(
         fmt::format("sm90 plan override '{}': inverse=f16 needs kernel v3, inverse=hier kernel v3 or v4", spec));
@@ -263,7 +261,6 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (o.slot >= 0) p.slot = o.slot;
   if (o.inverse >= 0) p.inverse = o.inverse;
   if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
-  if (o.prep_ctas > 0) p.prep_ctas = o.prep_ctas;
   if (o.pingpong >= 0) p.pingpong = o.pingpong == 1;
   if (o.pdl >= 0) p.pdl = o.pdl == 1;
   if (p.kernel != kKernelV3 && o.pdl < 0) p.pdl = false;
@@ -274,7 +271,6 @@ Plan apply_override(const Plan& chosen, std::string_view spec) {
   if (p.kernel != kKernelV3 && o.slot < 0) p.slot = kSlotFull;
   if (p.kernel != kKernelV3 && o.bulk_slot_writes < 0) p.bulk_slot_writes = false;
   if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = p.kernel == kKernelV4 ? kInverseHier : kInverseTf32;
-  if ((p.kernel != kKernelV3 || p.prep_group) && o.prep_ctas <= 0) p.prep_ctas = kPrepCtasPerSm;
   return checked(p, spec);
 }
 
@@ -285,7 +281,7 @@ Plan plan_for(const Batch& b, int sm_count) {
   // The base: the named kernel's choice; with no kernel named, v3's where the spec names a field
   // only v3 has (the default may be v4), else the default plan.
   const bool v3_fields = o.seg_chunks >= 0 || o.cp_block_v != 0 || o.prep_group >= 0 || o.slot >= 0 ||
-                         o.bulk_slot_writes >= 0 || o.prep_ctas > 0 || o.wgmma == 0 || o.pdl == 1;
+                         o.bulk_slot_writes >= 0 || o.wgmma == 0 || o.pdl == 1;
   const int kernel = o.kernel != 0 ? o.kernel : v3_fields ? kKernelV3 : 0;
   if (kernel == 0) return apply_override(choose(b, sm_count), spec);
   // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).

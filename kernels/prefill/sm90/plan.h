@@ -57,9 +57,6 @@ struct Plan {
   // (0.97-0.995x the TF32 form's whole call on the wide A/B set, H100), and v4 since the tenth;
   // tf32 and f16 by override.
   int inverse = kInverseTf32;
-  // v3: the preparation kernel's CTAs per SM (its register bound): 4, or 5 for the per-value-head
-  // form (override prep_ctas=5, measured slower).
-  int prep_ctas = kPrepCtasPerSm;
   // v3, v4: at block_v 128 on wgmma the two state warpgroups issue their products in turn
   // (state_warpgroup.cuh, "ping-pong"), so one's epilogue runs under the other's products.
   // Override wg_order=pingpong|free.
@@ -86,7 +83,7 @@ struct Plan {
     return block_v == o.block_v && kernel == o.kernel && seg_chunks == o.seg_chunks &&
            (seg_chunks == 0 || cp_block_v == o.cp_block_v) && wgmma == o.wgmma && prep_group == o.prep_group &&
            slot == o.slot && bulk_slot_writes == o.bulk_slot_writes &&
-           inverse == o.inverse && prep_ctas == o.prep_ctas && pingpong_at(block_v) == o.pingpong_at(o.block_v) &&
+           inverse == o.inverse && pingpong_at(block_v) == o.pingpong_at(o.block_v) &&
            pdl == o.pdl;
   }
 };
@@ -120,11 +117,12 @@ Plan choose(const Batch& b, int sm_count);
 // binary, the 38 GVA-1 cells of the qwen35 table: 0.807-0.833x v3 on all six such cells (16/16
 // 4096x8 and 1024x8; 32/32 8192x4, 4096x8, 2048x4, 1024x8); v4 lost on every other GVA-1 cell
 // (1.5-3.8x: too few CTAs at block_v 128, or no context parallelism) and on every GVA 3-4 cell of
-// its grid (1.02-1.2x); GVA 2 0.96-1.05x.
+// its grid (1.02-1.2x). GVA 2 where the grid is 1.8 x the SMs or more (twelfth session, the
+// factored gate: 16/32 1024x8 0.92x, 4096x8 0.98x; one wave, 2048x4 0.99x and 8192x4 1.03x stay v3).
 bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count);
 // The fields of an override spec, comma-separated "key=value": block_v=32|64|128, kernel=v1|v2|v3|v4,
 // cp=off|<chunks per segment, 1..65536>, cp_block_v=32|64, mma=wgmma|sync, prep=head|group,
-// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, prep_ctas=4|5, wg_order=pingpong|free,
+// slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, wg_order=pingpong|free,
 // pdl=on|off (0 / -1 where not given);
 // throws std::invalid_argument naming the spec.
 struct Override {
@@ -136,7 +134,6 @@ struct Override {
   int slot = -1;         // slot=full|packed|lean (SlotForm); -1 when not given
   int bulk_slot_writes = -1;  // slot_write=bulk (1) or threads (0); -1 when not given
   int inverse = -1;      // inverse=tf32|f16|hier (InverseForm); -1 when not given
-  int prep_ctas = 0;     // prep_ctas=4|5; 0 when not given
   int pingpong = -1;     // wg_order=pingpong (1) or free (0); -1 when not given
   int pdl = -1;          // pdl=on (1) or off (0); -1 when not given
 };

@@ -10,8 +10,7 @@
 // same bits; the plan takes it where GVA is 2 or more and its grid has 1.5 CTAs per SM (plan.cpp).
 // kSlot: the slot's form (workspace.h SlotForm; override slot=packed|lean: lean leaves Q K^T and
 // P_g to the scan). kInverse: the chunk inverse's form (smem_layout.h InverseForm; hier by default,
-// override inverse=tf32|f16). kCtas: CTAs per SM, the registers' bound (kPrepCtasPerSmWide for the
-// per-value-head form with prep_ctas=5, measured slower).
+// override inverse=tf32|f16). kPrepCtasPerSm CTAs per SM, the registers' bound.
 #pragma once
 
 #include <cuda/ptx>
@@ -78,9 +77,8 @@ template <int kSlot> __device__ __forceinline__ void fence_slot_writes(bool bulk
     if (bulk) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 }
 
-template <class In, bool kGroup = false, int kSlot = kSlotFull, int kInverse = kInverseTf32, int kCtas = kPrepCtasPerSm>
-__global__ void __launch_bounds__(kPrepKernelThreads, kCtas) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
-  static_assert(kCtas == kPrepCtasPerSm || !kGroup, "the per-q/k-head form spills at five CTAs per SM");
+template <class In, bool kGroup = false, int kSlot = kSlotFull, int kInverse = kInverseTf32>
+__global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];

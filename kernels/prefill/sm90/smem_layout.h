@@ -48,11 +48,9 @@ constexpr int kPrepKernelThreads = 128;
 // Preparation CTAs per SM (their launch bounds), both forms: the one per q/k head keeps its
 // K K^T / Q K^T tiles in registers across its group's heads in 128 registers without spills (three
 // CTAs of 166 registers measured slower: 16/64 4096x8 prep 564 against 514 us).
+// (Five CTAs of 96 registers per value head, measured 1.01-1.21x slower in the ninth session, were
+// an override until the twelfth, when the factored gate made them spill.)
 constexpr int kPrepCtasPerSm = 4;
-// The per-value-head form at five CTAs per SM (override prep_ctas=5, measured 1.01-1.21x slower, ninth session): 96
-// registers without spills (93-96), a fifth more warps to hide its stalls; the per-q/k-head form
-// spills at 96 (8-32 bytes) and stays at four.
-constexpr int kPrepCtasPerSmWide = 5;
 
 // Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
 // ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
@@ -132,7 +130,6 @@ static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
 static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
 static_assert(SmemLayout(128, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit at block_v 128 too");
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
-static_assert(kPrepCtasPerSmWide * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "five preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
 static_assert(SmemLayout(128, kKernelV4).bytes <= 227 * 1024, "one v4 CTA per SM must fit at block_v 128");
