@@ -6,9 +6,10 @@
 // chunk is prepared once. The roles:
 //   state warpgroups   once chunk j + 1 has landed, its q/k norms and f16 rewrite (chunk_norms)
 //                      and mark it normed; then wait for stage j % 3 to be full, advance the state
-//                      through chunk j (the same code as v3's scan), mark it empty
-//   prep warpgroup     copy chunk i + 1 in (q, k, v, gate) once stage (i + 1) % 3 is empty (each
-//                      thread's copies arrive on landed when they complete), wait for chunk i to be
+//                      through chunk j (the same code as v3's scan), mark it empty, and once every
+//                      state thread has, copy chunk j + 3's v rows into it
+//   prep warpgroup     copy chunk i + 1's q, k (and gate) in once stage (i + 1) % 3 is empty (the
+//                      copies of both roles arrive on landed when they complete), wait for chunk i to be
 //                      normed, prepare it into stage i % 3 (the other scalars, L and P_g on wgmma,
 //                      the inverse in lt, A_g: chunk_prep.cuh), mark it full
 // The norms moved to the state warpgroups in the tenth session: the preparation sets the pace and
@@ -69,7 +70,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
   bars.init(tid, NP, NS);
   if (tid == 0)
     for (int s = 0; s < 3; ++s) {
-      cuda::ptx::mbarrier_init(&landed[s], NP);
+      cuda::ptx::mbarrier_init(&landed[s], NP + NS);
       cuda::ptx::mbarrier_init(&normed[s], NS);
     }
   __syncthreads();
@@ -80,6 +81,13 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
     if constexpr (BV == 128) st.begin_turns(pingpong ? warp / 4 : -1);
+    // Chunk i's v rows into stage i % 3 (its q and k come from the preparation): the state
+    // warpgroups free the stage, so they refill it; each thread's copies arrive on landed.
+    auto load_v_of = [&](int i) {
+      load_v<BV, kKernelV4, NS>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.h, w.vcol0, ptx::opaque(tid));
+      cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[i % 3]);
+    };
+    for (int i = 0; i < 3 && i < count; ++i) load_v_of(i);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
     // Chunk i's q/k norms (and bf16 rows rewritten as f16) into its stage, for the preparation.
     auto norm = [&](int i) {
@@ -95,6 +103,10 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
+      if (j + 3 < count) {  // once every state thread is done with the stage (o is staged in its v rows)
+        wait_phase(&bars.empty[stage], j / 3);
+        load_v_of(j + 3);
+      }
     }
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
@@ -104,7 +116,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     // Chunk i into stage i % 3 once the state warpgroups are done with chunk i - 3 there.
     auto load = [&](int i) {
       if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
-      load_chunk<BV, kKernelV4, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, w.h, w.vcol0, prep.tid);
+      load_qk<BV, kKernelV4, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, prep.tid);
       cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[i % 3]);  // once this thread's copies complete
     };
     dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
