@@ -267,13 +267,15 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     si[hr] = IsQ ? scale * rq[i] : beta[i] * rk[i];
     gi[hr] = gam[i];
   }
+  // Tile nt of this part lies left of the row block's diagonal 16 x 16 block: every j < i there.
+  auto left_of_diagonal = [](int nt) { return (kTile0 + nt) / 2 < RB; };
   const float c = gam[16 * RB];
   float row_factor[2];
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) row_factor[hr] = si[hr] * exp_nonpos(gi[hr] - c);
 #pragma unroll
   for (int nt = 0; nt < kTiles; ++nt) {
-    if ((kTile0 + nt) / 2 < RB) {  // left of the diagonal block: factored
+    if (left_of_diagonal(nt)) {  // factored
       rj[nt].x *= exp_nonpos(c - gj[nt].x);
       rj[nt].y *= exp_nonpos(c - gj[nt].y);
     }
@@ -285,14 +287,14 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     for (int nt = 0; nt < kTiles; ++nt) {
       const int j = 8 * (kTile0 + nt) + 2 * t;
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
-      const bool left = (kTile0 + nt) / 2 < RB;  // every j < i there: no mask
+      const bool left = left_of_diagonal(nt);
       const float v0 = left ? row_factor[hr] * rj[nt].x * x0 : si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
       const float v1 = left ? row_factor[hr] * rj[nt].y * x1 : si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
       if constexpr (!IsQ) {
-        *reinterpret_cast<float2*>(lt + i * kLtStride + j) = left ? make_float2(v0, v1) : make_float2(j < i ? v0 : 0.f, j + 1 < i ? v1 : 0.f);
+        *reinterpret_cast<float2*>(lt + i * kLtStride + j) = make_float2(left || j < i ? v0 : 0.f, left || j + 1 < i ? v1 : 0.f);
       } else {
         *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
-            left ? pack_f16x2(v0, v1) : pack_f16x2(j <= i ? v0 : 0.f, j + 1 <= i ? v1 : 0.f);
+            pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
       }
     }
     // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the

@@ -62,7 +62,7 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
     const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
 #pragma unroll
     for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)
-      if (const int e = m * NT + tid; e < kFullSlotBytes / 16 && (kPg || e < kHalfTileBytes / 16 || e >= 2 * kHalfTileBytes / 16))
+      if (const int e = m * NT + tid; e < kFullSlotBytes / 16 && (kPg || 16 * e < kSlotPg || 16 * e >= kSlotScalars))
         ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
   }
 }
