@@ -666,6 +666,31 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
   EXPECT_LT(model(64, 128), model(64, 256));
 }
 
+// A split may take any multiple of 8 that sets a number of segments, not only a power of two, so
+// that segments x value heads fill a wave: 8/24 1x32768 took 4 segments of 128 chunks (96 CTAs at
+// block_v 128 on 132 SMs) and now takes 5 of 104 (120 CTAs). H100, thirteenth session, same binary
+// by override: 751 -> 668 us; 8/24 24576+8192 778 -> 655 (segments of 96); 1x16384 406 -> 377 (48).
+TEST(Sm90Plan, SegmentCountsFillAWave) {
+  auto choice = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132); };
+  const Plan p = choice({32768}, 8, 24);
+  EXPECT_EQ(p.seg_chunks, 104);
+  EXPECT_EQ(p.block_v, 128);
+  EXPECT_EQ(p.cp_block_v, 64);
+  EXPECT_EQ(sm90::segments_of(32768, p.seg_chunks) * 24 * p.v_blocks(128), 120);
+  EXPECT_EQ(choice({24576, 8192}, 8, 24).seg_chunks, 96);
+  EXPECT_EQ(choice({16384}, 8, 24).seg_chunks, 48);
+  // Where a power of two already fills the wave, it stays: 2/8 (16 x 8), 4/16 (8 x 16), 16/32 (4 x 32).
+  EXPECT_EQ(choice({32768}, 2, 8).seg_chunks, 32);
+  EXPECT_EQ(choice({32768}, 4, 16).seg_chunks, 64);
+  EXPECT_EQ(choice({32768}, 16, 32).seg_chunks, 128);
+  // Every split segment is a multiple of 8 chunks.
+  for (const int hv : {8, 16, 24, 32})
+    for (const int64_t len : {2048, 4096, 8192, 16384, 32768}) {
+      const int L = choice({len}, hv / 4 > 0 ? hv / 4 : 1, hv).seg_chunks;
+      EXPECT_EQ(L % 8, 0) << hv << " 1x" << len << ": L = " << L;
+    }
+}
+
 // Segment slots (segments.h) as the workspace's chunk slots: disjoint per sequence, bounded by
 // segment_count, one (empty) segment for a zero-length sequence, ceil(len / X) otherwise; and the
 // binary search finds every slot's sequence.

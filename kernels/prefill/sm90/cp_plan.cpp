@@ -60,6 +60,23 @@ double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, double per
 
 int64_t chunks_of(int64_t len) { return (len + kChunk - 1) / kChunk; }
 
+// The segment lengths a split considers for a longest sequence of max_chunks chunks: the powers of
+// two from 8 to 512, and for every segment count the shortest multiple of 8 that needs no more
+// segments, so that segments x heads can meet a whole number of waves (8/24 1x32768: 5 segments of
+// 104 chunks are 120 CTAs, one wave, where 4 of 128 leave 36 SMs idle). All under max_chunks.
+std::vector<int> segment_lengths(int64_t max_chunks) {
+  std::vector<int> out;
+  for (int L = 8; L < max_chunks && L <= 512; L *= 2) out.push_back(L);
+  for (int64_t segs = 2; segs <= max_chunks / 8; ++segs) {
+    const int64_t L = (max_chunks + segs - 1) / segs;
+    const int L8 = int((L + 7) / 8 * 8);
+    if (L8 >= 8 && L8 < max_chunks && L8 <= 512) out.push_back(L8);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 }  // namespace
 
 double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
@@ -97,7 +114,7 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
   // they save (H100, eleventh session: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
   // and 1x4096).
-  for (int L = 8; L < max_chunks && L <= 512; L *= 2)
+  for (const int L : segment_lengths(max_chunks))
     for (const int bv : {32, 64, 128})
       for (const int cp_bv : {32, 64}) {
         Plan q = p;
