@@ -678,6 +678,11 @@ TEST(Sm90Plan, SegmentCountsFillAWave) {
   EXPECT_EQ(p.cp_block_v, 64);
   EXPECT_EQ(sm90::segments_of(32768, p.seg_chunks) * 24 * p.v_blocks(128), 120);
   EXPECT_EQ(choice({24576, 8192}, 8, 24).seg_chunks, 96);
+  // The model places the scan's CTAs in grid order, as the GPU starts them: 8192+24576 at 96 chunks
+  // would put the first sequence's 32-chunk segment in the first wave and a 96-chunk one in the
+  // second (128 chunk-times, not 96), so it takes 48 (H100, thirteenth session, by override: 764
+  // us at 96, 703 at 48).
+  EXPECT_EQ(choice({8192, 24576}, 8, 24).seg_chunks, 48);
   EXPECT_EQ(choice({16384}, 8, 24).seg_chunks, 48);
   // Where a power of two already fills the wave, it stays: 2/8 (16 x 8), 4/16 (8 x 16), 16/32 (4 x 32).
   EXPECT_EQ(choice({32768}, 2, 8).seg_chunks, 32);

@@ -42,10 +42,9 @@ double transition_us(const std::vector<int64_t>& chains, int cp_block_v, int sm_
                       sm_count);
 }
 
-// Longest chain first onto the SM that frees first (one CTA per SM); chains in chunks, the
-// makespan in us.
+// Chains in grid order (as the hardware starts the CTAs) onto the SM that frees first (one CTA
+// per SM); chains in chunks, the makespan in us.
 double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, double per_cta_us, int sm_count) {
-  std::sort(chains.begin(), chains.end(), std::greater<>());
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sm_count; ++i) free_at.push(0);
   double end = 0;

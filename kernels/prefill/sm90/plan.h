@@ -89,10 +89,11 @@ struct Plan {
 };
 
 // The scan's modelled time in microseconds (kernel v3; the preparation, the same with or without
-// context parallelism, is left out): each pass's CTAs placed longest chain first on the SM that
-// frees first, one CTA per SM, a chunk costing kChunkUs at its block_v (kTransitionUs in the
-// transition pass), plus the fixup's segment steps and the two extra launches. The constants are
-// H200 measurements (docs/notes/prefill-sm90.md).
+// context parallelism, is left out): the scan's CTAs placed in grid order (segment slots in
+// order, as the GPU starts them) on the SM that frees first, one CTA per SM, a chunk costing
+// kChunkUs at its block_v; the transition pass as its longest chain or its chains spread over the
+// SMs; plus the fixup's segment steps and the two extra launches. The constants are H200
+// measurements (docs/notes/prefill-sm90.md).
 double modeled_scan_us(const Batch& b, const Plan& p, int sm_count);
 
 // "" when the kernel handles the shape, else why not (head sizes other than 128 are declined).
