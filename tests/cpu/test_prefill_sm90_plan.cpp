@@ -32,6 +32,9 @@ Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v) {
   return s;
 }
 
+// The default plan (any kernel) on 132 SMs.
+Plan default_plan(std::vector<int64_t> lens, int h_qk, int h_v) { return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), 132); }
+
 int block_v(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132, int kernel = sm90::kKernelV1) {
   return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), sms, kernel).block_v;
 }
@@ -61,25 +64,24 @@ TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
 // SMs (twelfth session: 0.92-0.98x on 16/32 1024x8 and 4096x8); v3 everywhere else. An override naming a
 // field only v3 has starts from v3's choice.
 TEST(Sm90Plan, FusedV4WhereGvaIsOneAndItsGridFillsTheGpu) {
-  auto chosen = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(lens, h, hv)), 132); };
   for (const auto& [lens, h] : std::vector<std::pair<std::vector<int64_t>, int>>{
            {std::vector<int64_t>(8, 1024), 16}, {std::vector<int64_t>(8, 4096), 16}, {std::vector<int64_t>(4, 8192), 32},
            {std::vector<int64_t>(4, 2048), 32}, {std::vector<int64_t>(8, 1024), 32}, {{5000, 3000, 4000, 4000}, 32}}) {
-    const Plan p = chosen(lens, h, h);
+    const Plan p = default_plan(lens, h, h);
     EXPECT_EQ(p.kernel, sm90::kKernelV4) << h << " heads, " << lens.size() << " sequences";
     EXPECT_EQ(p.block_v, 128);
     EXPECT_EQ(p.inverse, sm90::kInverseHier);
     EXPECT_TRUE(p.pingpong_at(128));
   }
-  EXPECT_EQ(chosen(std::vector<int64_t>(4, 2048), 16, 16).kernel, sm90::kKernelV3);    // 64 CTAs at 128
-  EXPECT_EQ(chosen(std::vector<int64_t>(8, 1024), 16, 32).kernel, sm90::kKernelV4);    // GVA 2, 256 CTAs
-  EXPECT_EQ(chosen(std::vector<int64_t>(8, 4096), 16, 32).kernel, sm90::kKernelV4);
-  EXPECT_EQ(chosen(std::vector<int64_t>(4, 8192), 16, 32).kernel, sm90::kKernelV3);    // GVA 2, one wave
-  EXPECT_EQ(chosen(std::vector<int64_t>(4, 2048), 16, 32).kernel, sm90::kKernelV3);
-  EXPECT_EQ(chosen(std::vector<int64_t>(8, 4096), 8, 32).kernel, sm90::kKernelV3);     // GVA 4
-  EXPECT_EQ(chosen({32768}, 16, 16).kernel, sm90::kKernelV3);                          // 16 CTAs, split
-  EXPECT_EQ(chosen({30000, 100, 100, 100, 100, 100, 100, 100}, 32, 32).kernel, sm90::kKernelV3);  // one long chain
-  EXPECT_EQ(chosen({2000, 1000, 1000, 1000}, 32, 32).kernel, sm90::kKernelV4);  // 1.6x the mean
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 16).kernel, sm90::kKernelV3);    // 64 CTAs at 128
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 1024), 16, 32).kernel, sm90::kKernelV4);    // GVA 2, 256 CTAs
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 16, 32).kernel, sm90::kKernelV4);
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 8192), 16, 32).kernel, sm90::kKernelV3);    // GVA 2, one wave
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 32).kernel, sm90::kKernelV3);
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 8, 32).kernel, sm90::kKernelV3);     // GVA 4
+  EXPECT_EQ(default_plan({32768}, 16, 16).kernel, sm90::kKernelV3);                          // 16 CTAs, split
+  EXPECT_EQ(default_plan({30000, 100, 100, 100, 100, 100, 100, 100}, 32, 32).kernel, sm90::kKernelV3);  // one long chain
+  EXPECT_EQ(default_plan({2000, 1000, 1000, 1000}, 32, 32).kernel, sm90::kKernelV4);  // 1.6x the mean
   // 119 CTAs of 132 is 0.9: in; 118 is not.
   const Batch in = Batch::of(prefill(std::vector<int64_t>(7, 1024), 17, 17)), out = Batch::of(prefill(std::vector<int64_t>(2, 1024), 59, 59));
   EXPECT_TRUE(sm90::fused_v4_wins(in, sm90::choose(in, 132, sm90::kKernelV3), 132));
@@ -452,8 +454,7 @@ TEST(Sm90Plan, ContextParallelOverride) {
 // The split is chosen by the modelled time (plan.h): few heads over one long sequence split (the
 // unsplit grid leaves most SMs idle), full grids do not, nor do short sequences.
 TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
-  auto plan_of = [](std::vector<int64_t> lens, int hq, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), hq, hv)), 132); };
-  const Plan few = plan_of({32768}, 2, 8);
+  const Plan few = default_plan({32768}, 2, 8);
   EXPECT_GT(few.seg_chunks, 0);
   EXPECT_EQ(few.kernel, sm90::kKernelV3);
   const Batch b = Batch::of(prefill({32768}, 2, 8));
@@ -462,19 +463,19 @@ TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   EXPECT_LT(sm90::modeled_scan_us(b, few, 132), 0.9 * sm90::modeled_scan_us(b, off, 132));
   // Unsplit: 32 CTAs of 512 chunks at 1.80 us, plus a CTA's own 5 us.
   EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, sm90::kKernelV3), 132), 512 * 1.80 + 5, 1e-6);
-  EXPECT_GT(plan_of({8192}, 2, 8).seg_chunks, 0);
-  EXPECT_GT(plan_of({28672, 4096}, 2, 8).seg_chunks, 0);
-  EXPECT_EQ(plan_of({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64).seg_chunks, 0);
-  EXPECT_EQ(plan_of({32768}, 16, 64).seg_chunks, 0);
-  EXPECT_EQ(plan_of({300}, 16, 32).seg_chunks, 0);
-  EXPECT_EQ(plan_of({1, 17}, 1, 2).seg_chunks, 0);
+  EXPECT_GT(default_plan({8192}, 2, 8).seg_chunks, 0);
+  EXPECT_GT(default_plan({28672, 4096}, 2, 8).seg_chunks, 0);
+  EXPECT_EQ(default_plan({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64).seg_chunks, 0);
+  EXPECT_EQ(default_plan({32768}, 16, 64).seg_chunks, 0);
+  EXPECT_EQ(default_plan({300}, 16, 32).seg_chunks, 0);
+  EXPECT_EQ(default_plan({1, 17}, 1, 2).seg_chunks, 0);
   // A grid of at most a quarter of the SMs splits where the split is modelled no slower (2/8 1x2048:
   // 32 CTAs unsplit); 64 CTAs (4/16 1x2048) need the 10 %. No segment is shorter than 8 chunks.
-  EXPECT_EQ(plan_of({2048}, 2, 8).seg_chunks, 8);
-  EXPECT_EQ(plan_of({2048}, 4, 16).seg_chunks, 0);
+  EXPECT_EQ(default_plan({2048}, 2, 8).seg_chunks, 8);
+  EXPECT_EQ(default_plan({2048}, 4, 16).seg_chunks, 0);
   for (const int64_t len : {1024, 2048, 4096, 8192, 32768})
     for (const auto& [hq, hv] : {std::pair{2, 8}, std::pair{4, 16}, std::pair{16, 16}}) {
-      const int L = plan_of({len}, hq, hv).seg_chunks;
+      const int L = default_plan({len}, hq, hv).seg_chunks;
       EXPECT_TRUE(L == 0 || L >= 8) << hq << "/" << hv << " 1x" << len << ": L = " << L;
     }
   // The plan line says what a split means for the bits.
@@ -646,13 +647,12 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
   // Where the H200 said no to short segments at 128 (ms, split at 128 against the choice): 2/8
   // 6144+2048 0.146 against 0.127 (64, segments of 16); 16/16 1x4096 0.146 against 0.128 (64, 16);
   // 16/32 1024+7168 0.342 against 0.327 (unsplit at 64: 160 CTAs at 128 would be two waves).
-  auto choice = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132); };
-  EXPECT_EQ(choice({6144, 2048}, 2, 8).block_v, 64);
-  EXPECT_EQ(choice({6144, 2048}, 2, 8).seg_chunks, 16);
-  EXPECT_EQ(choice({4096}, 16, 16).block_v, 64);
-  EXPECT_EQ(choice({4096}, 16, 16).seg_chunks, 16);
-  EXPECT_EQ(choice({1024, 7168}, 16, 32).seg_chunks, 0);
-  EXPECT_EQ(choice({1024, 7168}, 16, 32).block_v, 64);
+  EXPECT_EQ(default_plan({6144, 2048}, 2, 8).block_v, 64);
+  EXPECT_EQ(default_plan({6144, 2048}, 2, 8).seg_chunks, 16);
+  EXPECT_EQ(default_plan({4096}, 16, 16).block_v, 64);
+  EXPECT_EQ(default_plan({4096}, 16, 16).seg_chunks, 16);
+  EXPECT_EQ(default_plan({1024, 7168}, 16, 32).seg_chunks, 0);
+  EXPECT_EQ(default_plan({1024, 7168}, 16, 32).block_v, 64);
   // The measured grid of splits (16/32 1x32768, scan kernels in us) in the model's order: segments
   // of 128 at 128 (633) before 64 at 64 (795), 128 at 64 (758), 256 at 64 (934), unsplit 32 (921).
   const Batch b = Batch::of(prefill({32768}, 16, 32));
@@ -671,27 +671,26 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
 // block_v 128 on 132 SMs) and now takes 5 of 104 (120 CTAs). H100, thirteenth session, same binary
 // by override: 751 -> 668 us; 8/24 24576+8192 778 -> 655 (segments of 96); 1x16384 406 -> 377 (48).
 TEST(Sm90Plan, SegmentCountsFillAWave) {
-  auto choice = [](std::vector<int64_t> lens, int h, int hv) { return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132); };
-  const Plan p = choice({32768}, 8, 24);
+  const Plan p = default_plan({32768}, 8, 24);
   EXPECT_EQ(p.seg_chunks, 104);
   EXPECT_EQ(p.block_v, 128);
   EXPECT_EQ(p.cp_block_v, 64);
   EXPECT_EQ(sm90::segments_of(32768, p.seg_chunks) * 24 * p.v_blocks(128), 120);
-  EXPECT_EQ(choice({24576, 8192}, 8, 24).seg_chunks, 96);
+  EXPECT_EQ(default_plan({24576, 8192}, 8, 24).seg_chunks, 96);
   // The model places the scan's CTAs in grid order, as the GPU starts them: 8192+24576 at 96 chunks
   // would put the first sequence's 32-chunk segment in the first wave and a 96-chunk one in the
   // second (128 chunk-times, not 96), so it takes 48 (H100, thirteenth session, by override: 764
   // us at 96, 703 at 48).
-  EXPECT_EQ(choice({8192, 24576}, 8, 24).seg_chunks, 48);
-  EXPECT_EQ(choice({16384}, 8, 24).seg_chunks, 48);
+  EXPECT_EQ(default_plan({8192, 24576}, 8, 24).seg_chunks, 48);
+  EXPECT_EQ(default_plan({16384}, 8, 24).seg_chunks, 48);
   // Where a power of two already fills the wave, it stays: 2/8 (16 x 8), 4/16 (8 x 16), 16/32 (4 x 32).
-  EXPECT_EQ(choice({32768}, 2, 8).seg_chunks, 32);
-  EXPECT_EQ(choice({32768}, 4, 16).seg_chunks, 64);
-  EXPECT_EQ(choice({32768}, 16, 32).seg_chunks, 128);
+  EXPECT_EQ(default_plan({32768}, 2, 8).seg_chunks, 32);
+  EXPECT_EQ(default_plan({32768}, 4, 16).seg_chunks, 64);
+  EXPECT_EQ(default_plan({32768}, 16, 32).seg_chunks, 128);
   // Every split segment is a multiple of 8 chunks.
   for (const int hv : {8, 16, 24, 32})
     for (const int64_t len : {2048, 4096, 8192, 16384, 32768}) {
-      const int L = choice({len}, hv / 4 > 0 ? hv / 4 : 1, hv).seg_chunks;
+      const int L = default_plan({len}, hv / 4, hv).seg_chunks;
       EXPECT_EQ(L % 8, 0) << hv << " 1x" << len << ": L = " << L;
     }
 }

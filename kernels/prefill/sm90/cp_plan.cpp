@@ -44,7 +44,7 @@ double transition_us(const std::vector<int64_t>& chains, int cp_block_v, int sm_
 
 // Chains in grid order (as the hardware starts the CTAs) onto the SM that frees first (one CTA
 // per SM); chains in chunks, the makespan in us.
-double makespan_us(std::vector<int64_t>& chains, double per_chunk_us, double per_cta_us, int sm_count) {
+double makespan_us(const std::vector<int64_t>& chains, double per_chunk_us, double per_cta_us, int sm_count) {
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sm_count; ++i) free_at.push(0);
   double end = 0;
@@ -69,7 +69,7 @@ std::vector<int> segment_lengths(int64_t max_chunks) {
   for (int64_t segs = 2; segs <= max_chunks / 8; ++segs) {
     const int64_t L = (max_chunks + segs - 1) / segs;
     const int L8 = int((L + 7) / 8 * 8);
-    if (L8 >= 8 && L8 < max_chunks && L8 <= 512) out.push_back(L8);
+    if (L8 < max_chunks && L8 <= 512) out.push_back(L8);
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -146,9 +146,8 @@ Plan apply_override(const Plan& chosen, std::string_view spec);
 // The context-parallel plan for a v3 plan `p` (its block_v for the scan): the segment length
 // (8 .. 512 chunks: the powers of two, and for each segment count the shortest multiple of 8 that
 // gives it, so that segments x heads can fill a wave) and block_v of both passes with the least
-// modelled time, if it
-// beats `p`'s by 10 % (or at all where the unsplit grid at block_v 32 fills at most a quarter of
-// the SMs), else `p`; a split's kernels are programmatic dependents (pdl). Considered only when the
+// modelled time, if it beats `p`'s by 10 % (or at all where the unsplit grid at block_v 32 fills
+// at most a quarter of the SMs), else `p`; a split's kernels are programmatic dependents (pdl). Considered only when the
 // unsplit grid at block_v 32 is under four waves (few heads x few sequences); a split makes a
 // sequence's bits depend on the segment length, so on the batch.
 Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count);
