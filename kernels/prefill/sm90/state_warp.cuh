@@ -16,6 +16,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/ldmatrix.cuh"
+#include "common/ptx/stmatrix.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"
@@ -142,20 +143,22 @@ template <class In, int BV, int Ver> struct StateWarp {
     acc_to_a(p[0], p[1], ap);
   }
 
-  // o: rounded into this warp's own columns of the v stage (its v is consumed), then each valid
-  // token's 32 bytes copied out in two 16-byte stores.
+  // o: rounded into this warp's own columns of the v stage (its v is consumed) by four transposing
+  // stmatrix (matrix m of pair p: tokens 16 p + 8 (m / 2) .., value columns 8 (m % 2) ..; lane l
+  // gives row l % 8 of matrix l / 8), then each valid token's 32 bytes copied out in two 16-byte
+  // stores.
   __device__ __forceinline__ void store_o(const float (&o)[8][4], uint8_t* vt, int rows, int64_t row0,
                                           const prefill::Args& a, int h, int vcol0) const {
     constexpr int VR = v_row_elems(BV);
-    const int g = lane >> 2, t = lane & 3;
     uint16_t* ov = reinterpret_cast<uint16_t*>(vt) + lc;
+    const int m = lane >> 3;
+    const uint32_t at = smem_u32(ov + ((m >> 1) * 8 + (lane & 7)) * VR + 8 * (m & 1));
+    auto pack = [](float lo, float hi) { return uint32_t(to_bits<In>(lo)) | uint32_t(to_bits<In>(hi)) << 16; };
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const int i0 = 8 * nt + 2 * t;
-      ov[i0 * VR + g] = to_bits<In>(o[nt][0]);
-      ov[(i0 + 1) * VR + g] = to_bits<In>(o[nt][1]);
-      ov[i0 * VR + g + 8] = to_bits<In>(o[nt][2]);
-      ov[(i0 + 1) * VR + g + 8] = to_bits<In>(o[nt][3]);
+    for (int p = 0; p < 4; ++p) {
+      const uint32_t r[4] = {pack(o[2 * p][0], o[2 * p][1]), pack(o[2 * p][2], o[2 * p][3]), pack(o[2 * p + 1][0], o[2 * p + 1][1]),
+                             pack(o[2 * p + 1][2], o[2 * p + 1][3])};
+      ptx::stmatrix_x4_trans(at + uint32_t(p * 16 * VR * 2), r);
     }
     __syncwarp();
     for (int e = lane; e < 2 * rows; e += 32) {
