@@ -203,6 +203,41 @@ TEST(Inputs, StressDistributions) {
   EXPECT_LT(most, -5.0);  // some head decays strongly
 }
 
+// SPEC section 3: q and k are L2-normalised by the kernel (l2norm on) or up front (off): without
+// the kernel's norm every row of K values has norm 1 up to the one rounding, the draws are the
+// same directions, any sub-range gives the full fill's bits, and the l2norm-on inputs are unchanged.
+TEST(Inputs, QKRowsAreUnitWithoutTheKernelNorm) {
+  Shape on = prefill_shape(300, 8, 64);
+  on.h_qk = 4;
+  Shape off = on;
+  off.l2norm = false;
+  for (auto dist : {InputDist::standard, InputDist::positive_keys}) {
+    on.inputs = off.inputs = dist;
+    for (const char* name : {"q", "k"}) {
+      TensorSpec spec;
+      const auto raw = fill(on, name, 3, &spec), unit = fill(off, name, 3);
+      const int64_t K = spec.dims.back(), rows = spec.numel() / K;
+      ASSERT_EQ(K, 64);
+      for (int64_t r = 0; r < rows; ++r) {
+        double ss = 0, raw_ss = 0, dot = 0;
+        for (int64_t j = r * K; j < (r + 1) * K; ++j) {
+          ss += unit[size_t(j)] * unit[size_t(j)], raw_ss += raw[size_t(j)] * raw[size_t(j)];
+          dot += unit[size_t(j)] * raw[size_t(j)];
+        }
+        ASSERT_NEAR(std::sqrt(ss), 1.0, 4e-3) << name << " row " << r;                          // bf16: 2^-9 a value
+        ASSERT_NEAR(dot / std::sqrt(ss * raw_ss), 1.0, 1e-4) << name << " row " << r;  // same direction
+      }
+      auto spec_off = spec_of(off, name);
+      Buffer full(spec_off), part(spec_off);
+      fill_input(off, spec_off, full.data(), 3, 2);
+      const int64_t b = 5 * K + 17, e = 9 * K + 3;  // starts and ends inside rows
+      fill_input_range(off, spec_off, part.data(), 3, b, e);
+      EXPECT_EQ(std::memcmp(full.as<uint16_t>() + b, part.as<uint16_t>() + b, size_t(e - b) * 2), 0) << name;
+    }
+  }
+  EXPECT_EQ(fill(on, "v", 3), fill(off, "v", 3));  // only q and k change
+}
+
 TEST(Inputs, RawGateDistributions) {
   Shape s;
   s.op = OpKind::decode;

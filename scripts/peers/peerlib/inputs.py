@@ -90,8 +90,11 @@ def gate_from_raw(a_log, a, dt_bias, b):
 
 
 def qk(s, d, rows):
+    """q or k; without the kernel's L2 norm, unit rows (normalised up front, SPEC section 3)."""
     dims = (*rows, s["h_qk"], s["dk"])
     x = d.uniform(*dims) if s["inputs"] == "positive_keys" else d.normal(*dims)
+    if not s["l2norm"]:
+        x = (x.double() / x.double().norm(dim=-1, keepdim=True).clamp_min(1e-300)).float()
     return x.to(DTYPES[s["input_dtype"]])
 
 
