@@ -7,8 +7,9 @@
 //
 // Distributions (x ~ N(0,1) per element, HV value heads, "late heads" = h >= ceil(0.75 HV)):
 //   q, k      N(0,1); positive_keys: uniform [0,1) (times 1 - 2^-8, so bf16 rounding stays below 1);
-//             with l2norm off, each row of K draws divided by its L2 norm (in double, before the
-//             one rounding): the caller normalised up front, as SPEC section 3 says
+//             with l2norm off, each row of K draws scaled to an L2 norm r ~ U[1/2, 1] per row (in
+//             double, before the one rounding): normalised up front as SPEC section 3 says, but
+//             not to exactly 1, so a kernel that normalises anyway still fails verification
 //   v         N(0,1)
 //   h0, pool  N(0,1), rounded to the tensor dtype (bf16 pools hold bf16 values)
 //   g         standard: logsigmoid(x) / 16, late heads exactly 0 (25 % no-decay heads)
@@ -140,18 +141,21 @@ int64_t random_below(const Stream& st, int64_t i, uint64_t n) {
   return int64_t((static_cast<unsigned __int128>(st.bits(i)) * n) >> 64);
 }
 
-// q or k without the kernel's L2 norm: every row (its last dimension, K elements) divided by the
-// norm of its draws, so the elements of [begin, end) are the same whichever range they are made in.
-void fill_unit_rows(const Shape& s, const TensorSpec& spec, void* dst, const Stream& st, uint64_t seed, int64_t begin,
-                    int64_t end) {
+// q or k without the kernel's L2 norm: every row (its last dimension, K elements) scaled from the
+// norm of its draws to its own norm in [1/2, 1] (|k| <= 1 with beta <= 1 keeps the state bounded
+// over any length); the whole row is drawn for each element range, so [begin, end) gives the same
+// bits whichever range it is made in.
+void fill_normalised_rows(const Shape& s, const TensorSpec& spec, void* dst, const Stream& st, uint64_t seed,
+                          int64_t begin, int64_t end) {
   const int64_t K = spec.dims.empty() ? 1 : spec.dims.back();
+  const Stream norms(seed, spec.name + "#row_norm");
   for (int64_t row = begin / K; row * K < end; ++row) {
     double sum = 0;
     for (int64_t j = row * K; j < (row + 1) * K; ++j) {
       const double x = float_value(s, spec, st, seed, j);
       sum += x * x;
     }
-    const double inv = sum > 0 ? 1.0 / std::sqrt(sum) : 0.0;
+    const double inv = sum > 0 ? (0.5 + 0.5 * norms.uniform(row)) / std::sqrt(sum) : 0.0;
     for (int64_t j = std::max(begin, row * K); j < std::min(end, (row + 1) * K); ++j)
       store_float(spec.dtype, dst, j, inv * float_value(s, spec, st, seed, j));
   }
@@ -194,7 +198,7 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
     throw std::invalid_argument("tensor '" + spec.name + "' has dtype " + std::string(to_string(spec.dtype)) +
                                 " but its fill needs a float dtype");
   const Stream st(seed, spec.name);
-  if (spec.fill == Fill::qk && !s.l2norm) return fill_unit_rows(s, spec, dst, st, seed, begin, end);
+  if (spec.fill == Fill::qk && !s.l2norm) return fill_normalised_rows(s, spec, dst, st, seed, begin, end);
   for (int64_t i = begin; i < end; ++i) store_float(spec.dtype, dst, i, float_value(s, spec, st, seed, i));
 }
 

@@ -90,11 +90,13 @@ def gate_from_raw(a_log, a, dt_bias, b):
 
 
 def qk(s, d, rows):
-    """q or k; without the kernel's L2 norm, unit rows (normalised up front, SPEC section 3)."""
+    """q or k; without the kernel's L2 norm, rows normalised up front (SPEC section 3) to a norm
+    drawn in [1/2, 1] per row, as gdnbench's (src/run/inputs.cpp)."""
     dims = (*rows, s["h_qk"], s["dk"])
     x = d.uniform(*dims) if s["inputs"] == "positive_keys" else d.normal(*dims)
     if not s["l2norm"]:
-        x = (x.double() / x.double().norm(dim=-1, keepdim=True).clamp_min(1e-300)).float()
+        r = 0.5 + 0.5 * d.uniform(*dims[:-1], 1).double()
+        x = (x.double() * r / x.double().norm(dim=-1, keepdim=True).clamp_min(1e-300)).float()
     return x.to(DTYPES[s["input_dtype"]])
 
 
