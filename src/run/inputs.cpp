@@ -36,6 +36,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "core/fnv.h"
 #include "core/half.h"
@@ -143,21 +144,22 @@ int64_t random_below(const Stream& st, int64_t i, uint64_t n) {
 
 // q or k without the kernel's L2 norm: every row (its last dimension, K elements) scaled from the
 // norm of its draws to its own norm in [1/2, 1] (|k| <= 1 with beta <= 1 keeps the state bounded
-// over any length); the whole row is drawn for each element range, so [begin, end) gives the same
+// over any length); a range's first and last rows are drawn whole, so [begin, end) gives the same
 // bits whichever range it is made in.
 void fill_normalised_rows(const Shape& s, const TensorSpec& spec, void* dst, const Stream& st, uint64_t seed,
                           int64_t begin, int64_t end) {
-  const int64_t K = spec.dims.empty() ? 1 : spec.dims.back();
+  const int64_t K = spec.dims.back();
   const Stream norms(seed, spec.name + "#row_norm");
+  std::vector<double> draws(static_cast<size_t>(K));
   for (int64_t row = begin / K; row * K < end; ++row) {
     double sum = 0;
-    for (int64_t j = row * K; j < (row + 1) * K; ++j) {
-      const double x = float_value(s, spec, st, seed, j);
-      sum += x * x;
+    for (int64_t j = 0; j < K; ++j) {
+      draws[size_t(j)] = float_value(s, spec, st, seed, row * K + j);
+      sum += draws[size_t(j)] * draws[size_t(j)];
     }
-    const double inv = sum > 0 ? (0.5 + 0.5 * norms.uniform(row)) / std::sqrt(sum) : 0.0;
+    const double scale = sum > 0 ? (0.5 + 0.5 * norms.uniform(row)) / std::sqrt(sum) : 0.0;
     for (int64_t j = std::max(begin, row * K); j < std::min(end, (row + 1) * K); ++j)
-      store_float(spec.dtype, dst, j, inv * float_value(s, spec, st, seed, j));
+      store_float(spec.dtype, dst, j, scale * draws[size_t(j - row * K)]);
   }
 }
 

@@ -96,7 +96,8 @@ def qk(s, d, rows):
     x = d.uniform(*dims) if s["inputs"] == "positive_keys" else d.normal(*dims)
     if not s["l2norm"]:
         r = 0.5 + 0.5 * d.uniform(*dims[:-1], 1).double()
-        x = (x.double() * r / x.double().norm(dim=-1, keepdim=True).clamp_min(1e-300)).float()
+        xd = x.double()
+        x = (xd * r / xd.norm(dim=-1, keepdim=True).clamp_min(1e-300)).float()
     return x.to(DTYPES[s["input_dtype"]])
 
 
