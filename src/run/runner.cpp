@@ -1,5 +1,6 @@
 #include "run/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <fmt/format.h>
@@ -164,6 +165,10 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
   std::set<std::string> done;
   if (!opt.resume_path.empty()) {
     auto old = load_report(opt.resume_path);
+    // The kept records may come from another machine: its devices stay listed (README: every device seen).
+    for (const auto& d : old.devices)
+      if (std::none_of(report.devices.begin(), report.devices.end(), [&](const DeviceInfo& e) { return e.uuid == d.uuid; }))
+        report.devices.push_back(d);
     for (auto& r : old.cases) {
       if (r.status == CaseStatus::error) continue;  // errors are retried
       done.insert(resume_key(r.variant, r.shape_key(), r.mode));

@@ -121,6 +121,37 @@ TEST(Runner, ResumeKeepsFinishedCasesAndRunsOnlyTheRest) {
   EXPECT_EQ(r2.cases[2].shape.batch, 3);
 }
 
+TEST(Runner, ResumeKeepsTheDevicesOfTheResumedReport) {
+  // A sweep resumed on another machine: the kept records' device is still listed, once.
+  auto cfg = parse_config(kSweep, "sweep.yaml");
+  auto first = tmp("devices-first.json");
+  RunReport r1;
+  DeviceInfo earlier;
+  earlier.index = 0, earlier.name = "NVIDIA H100 80GB HBM3", earlier.uuid = "GPU-11111111-0000-0000-0000-000000000000";
+  r1.devices = {earlier};
+  auto o1 = quick(first);
+  o1.variant_glob = "decode/cpu";
+  cfg.cases[0].shapes.resize(1);
+  ASSERT_EQ(run_sweep(cfg, o1, r1), kExitOk);
+
+  DeviceInfo now = earlier;
+  now.uuid = "GPU-22222222-0000-0000-0000-000000000000";
+  for (const auto& current : {std::vector<DeviceInfo>{now}, std::vector<DeviceInfo>{earlier}}) {
+    auto o2 = quick(tmp("devices-second.json"));
+    o2.resume_path = first;
+    RunReport r2;
+    r2.devices = current;
+    ASSERT_EQ(run_sweep(parse_config(kSweep, "sweep.yaml"), o2, r2), kExitOk);
+    if (current.front().uuid == now.uuid) {
+      ASSERT_EQ(r2.devices.size(), 2u);
+      EXPECT_EQ(r2.devices[0].uuid, now.uuid);  // this machine first
+      EXPECT_EQ(r2.devices[1].uuid, earlier.uuid);
+    } else {
+      ASSERT_EQ(r2.devices.size(), 1u);  // the same machine: not listed twice
+    }
+  }
+}
+
 TEST(Runner, BrokenVariantFailsVerificationWithExitTwo) {
   auto cfg = parse_config(R"(
 cases:

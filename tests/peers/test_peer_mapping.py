@@ -299,6 +299,7 @@ def check_resume_reverifies(c):
       and not cli.verifiable_now(done_case, 32768), "too long, too much work or verified: kept")
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"tool": {"name": peer.name, "version": "1"}, "mode": "cold",
+                   "devices": [{"index": 0, "name": "GPU A", "uuid": "GPU-a"}],
                    "cases": [long_case, huge_case, work_case, done_case, error_case]}, f)
     try:
         kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold", 32768)]
@@ -306,6 +307,13 @@ def check_resume_reverifies(c):
         kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold")]
         c(kept == ["a", "b", "c", "d"], f"kept without a step limit: {kept}")
         c(cli.previous_cases(peer, f.name, "1", "graph", 32768) == [], "another mode: nothing kept")
+        here = [{"index": 0, "name": "GPU B", "uuid": "GPU-b"}]
+        c([d["uuid"] for d in cli.merged_devices(here, peer, f.name, "1", "cold")] == ["GPU-b", "GPU-a"],
+          "resumed on another machine: both devices listed, this one first")
+        c([d["uuid"] for d in cli.merged_devices([{"uuid": "GPU-a"}], peer, f.name, "1", "cold")] == ["GPU-a"],
+          "resumed on the same machine: listed once")
+        c([d["uuid"] for d in cli.merged_devices(here, peer, f.name, "1", "graph")] == ["GPU-b"],
+          "a report --resume ignores adds no device")
     finally:
         os.unlink(f.name)
 
