@@ -34,6 +34,7 @@
 #include "common/tf32_split.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/phase_trace.cuh"
 #include "prefill/sm90/smem_layout.h"
 
 namespace gdn::sm90 {
@@ -431,10 +432,12 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
   // Both in flight at once where the registers allow (block_v 64); at 128 the preparation's 120
   // registers take one at a time.
   constexpr bool kOverlap = BV != 128;
+  GDN_V4_TRACE_DO(const bool on = grp.tid == 0;)
   product(kf, k_at);
   if constexpr (kOverlap) product(qf, q_at);
   ptx::wgmma_wait_group<kOverlap ? 1 : 0>();
   ptx::wgmma_fence_operands(kf);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepKKWait);)
   auto store_rows = [&](auto is_q, float(&acc)[8][4]) {
     constexpr bool Q = decltype(is_q)::value;
     switch (grp.warp()) {
@@ -445,10 +448,13 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
     }
   };
   store_rows(std::false_type{}, kt);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepLStores);)
   if constexpr (!kOverlap) product(qf, q_at);
   ptx::wgmma_wait_group<0>();
   ptx::wgmma_fence_operands(qf);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepQKWait);)
   store_rows(std::true_type{}, qt);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepPgStores);)
 }
 
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
@@ -680,12 +686,17 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
                                               const prefill::Args& a, int rows) {
   constexpr SmemLayout L(BV, Ver);
   static_assert(kWithPg || Ver == kPrepKernel, "only the preparation kernel leaves P_g out");
+  GDN_V4_TRACE_DO(const bool on = Ver == kKernelV4 && grp.tid == 0;)
   chunk_scalars<In, BV, Ver, kNorms>(grp, smem, stage, buf, gate, a, rows);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepScalars);)
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Ver, kWithPg>(grp, smem, stage, buf, a.scale);
   grp.sync();
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepBarrier2);)
   invert_in_place<kInverse>(grp, reinterpret_cast<float*>(smem + L.lt));
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepInverse);)
   build_ag<In, BV, Ver>(grp, smem, buf);
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepAg);)
 }
 
 }  // namespace gdn::sm90

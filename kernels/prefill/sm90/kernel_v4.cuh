@@ -40,6 +40,7 @@
 #include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/phase_trace.cuh"
 #include "prefill/sm90/stage_barriers.cuh"
 #include "prefill/sm90/state_warpgroup.cuh"
 
@@ -90,8 +91,11 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     for (int i = 0; i < 3 && i < count; ++i) load_v_of(i);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
     // Chunk i's q/k norms (and bf16 rows rewritten as f16) into its stage, for the preparation.
+    GDN_V4_TRACE_DO(const bool on = tid == 0 || tid == 128; const int tr = tid == 0 ? kTraceState0 : kTraceState1;
+                    trace_begin(tr, on); st.traced = on;)
     auto norm = [&](int i) {
       wait_phase(&landed[i % 3], i / 3);
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateLanded);)
       chunk_norms<In, BV, kKernelV4>(PrepGroup<NS, 0>{ptx::opaque(tid)}, smem, i % 3, i % 3, a, w.rows_of(i));
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the preparation's wgmma read the tiles
       cuda::ptx::mbarrier_arrive(&normed[i % 3]);
@@ -100,14 +104,19 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       if (j + 1 < count) norm(j + 1);  // while the preparation works on chunk j
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateNorms);)
       wait_phase(&bars.full[stage], j / 3);
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateWaitFull);)
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
       if (j + 3 < count) {  // once every state thread is done with the stage (o is staged in its v rows)
         wait_phase(&bars.empty[stage], j / 3);
+        GDN_V4_TRACE_DO(trace_mark(tr, on, kStateWaitEmpty);)
         load_v_of(j + 3);
       }
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateVCopies); trace_chunk(tr, on);)
     }
+    GDN_V4_TRACE_DO(trace_end(tr, on);)
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
   } else {
@@ -125,16 +134,21 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       next_gate = load_chunk_gate(a.gate, w.row0_of(0), w.rows_of(0), w.h, a.HV, next_gate, prep.tid);
     }
     __pipeline_commit();
+    GDN_V4_TRACE_DO(const bool on = prep.tid == 0; trace_begin(kTracePrep, on);)
     for (int i = 0; i < count; ++i) {
       const dev::GateIn gate = next_gate;
       if (i + 1 < count) {
         load(i + 1);
         next_gate = load_chunk_gate(a.gate, w.row0_of(i + 1), w.rows_of(i + 1), w.h, a.HV, next_gate, prep.tid);
       }
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepCopies);)
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepOwnLanded);)
       wait_phase(&normed[i % 3], i / 3);  // ... and the state warpgroups have its norms
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepWaitNormed);)
       prep.sync();
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepBarrier);)
       // An opaque copy of the thread index per chunk: otherwise ptxas hoists the preparation's
       // shared-memory addresses out of the chunk loop and spills them at 120 registers.
       const PrepGroup<NP, kV4PrepBarrier> fresh{ptx::opaque(prep.tid)};
@@ -142,7 +156,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepFull); trace_chunk(kTracePrep, on);)
     }
+    GDN_V4_TRACE_DO(trace_end(kTracePrep, on);)
   }
 }
 

@@ -139,6 +139,7 @@ template <class In, int BV> void launch_v4(const prefill::Args& a, const Plan& p
   if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm90: {} v4 CTAs do not fit one grid", ctas));
   kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(BV, kKernelV4) * 32), size_t(smem), stream>>>(a, v_blocks, p.pingpong_at(BV));
   CUDA_CHECK(cudaGetLastError());
+  GDN_V4_TRACE_DO(print_v4_trace<<<1, 1, 0, stream>>>();)  // a diagnostic build (phase_trace.cuh)
 }
 
 template <class In> void launch_block(const prefill::Args& a, const Plan& p, cudaStream_t stream) {

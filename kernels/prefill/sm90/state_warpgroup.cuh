@@ -21,6 +21,7 @@
 
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
+#include "prefill/sm90/phase_trace.cuh"
 #include "prefill/sm90/state_warp.cuh"
 
 namespace gdn::sm90 {
@@ -40,6 +41,9 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
   using Base::lc;
   using Base::s;
   int turn_wg = -1;  // this warpgroup's index when the two take turns, else -1
+  // v4's phase trace (phase_trace.cuh): whether this thread marks, and as which role.
+  GDN_V4_TRACE_DO(bool traced = false;
+                  static __device__ int trace_role() { return threadIdx.x == 0 ? kTraceState0 : kTraceState1; })
 
   // The turns: await before a group of products is issued, pass once it is committed. Warpgroup 1
   // passes first (begin_turns) so that warpgroup 0 issues first, and warpgroup 0 takes one turn
@@ -106,6 +110,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
       }
       ptx::wgmma_fence_operands(flat(w));
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateU);)
       if constexpr (kOut && kOneGroup) {
         await_turn();
         ptx::wgmma_fence();
@@ -114,6 +119,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operands(flat(o));
       }
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateQS);)
     }
     this->subtract_from_v(w, vt, ek);  // W^T = V^T - U^T diag(ek)
     // V_d^T = W^T A_g^T.
@@ -131,6 +137,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
       pass_turn();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operands(flat(vd));
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateWVd);)
     }
     if constexpr (kOut) ptx::wgmma_fence_operands(flat(o));  // (Q S)^T has landed (with V_d^T, or before W^T)
     // S^T = e^G S^T + (V_d^T diag(eu)) K first (the chain), then O^T = (Q S)^T diag(eq) + V_d^T P_g^T
@@ -166,10 +173,12 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operands(s_lo);
     ptx::wgmma_fence_operands(s_hi);
+    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateUpdateO);)
     if constexpr (kOut) {
       ptx::wgmma_fence_operands(flat(o));
       this->store_o(o, vt, rows, row0, a, h, vcol0);
     }
+    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateStoreO);)
   }
 };
 
