@@ -437,7 +437,7 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
   if constexpr (kOverlap) product(qf, q_at);
   ptx::wgmma_wait_group<kOverlap ? 1 : 0>();
   ptx::wgmma_fence_operands(kf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepKKWait);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepKKWait);)
   auto store_rows = [&](auto is_q, float(&acc)[8][4]) {
     constexpr bool Q = decltype(is_q)::value;
     switch (grp.warp()) {
@@ -448,13 +448,13 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
     }
   };
   store_rows(std::false_type{}, kt);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepLStores);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepLStores);)
   if constexpr (!kOverlap) product(qf, q_at);
   ptx::wgmma_wait_group<0>();
   ptx::wgmma_fence_operands(qf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepQKWait);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepQKWait);)
   store_rows(std::true_type{}, qt);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepPgStores);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepPgStores);)
 }
 
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
@@ -688,15 +688,15 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
   static_assert(kWithPg || Ver == kPrepKernel, "only the preparation kernel leaves P_g out");
   GDN_V4_TRACE_DO(const bool on = Ver == kKernelV4 && grp.tid == 0;)
   chunk_scalars<In, BV, Ver, kNorms>(grp, smem, stage, buf, gate, a, rows);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepScalars);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepScalars);)
   if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Ver, kWithPg>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepBarrier2);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepBarrier2);)
   invert_in_place<kInverse>(grp, reinterpret_cast<float*>(smem + L.lt));
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepInverse);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepInverse);)
   build_ag<In, BV, Ver>(grp, smem, buf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepAg);)
+  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepAg);)
 }
 
 }  // namespace gdn::sm90

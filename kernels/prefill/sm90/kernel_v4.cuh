@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
                     trace_begin(tr, on); st.traced = on;)
     auto norm = [&](int i) {
       wait_phase(&landed[i % 3], i / 3);
-      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateLanded);)
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kTrStateLanded);)
       chunk_norms<In, BV, kKernelV4>(PrepGroup<NS, 0>{ptx::opaque(tid)}, smem, i % 3, i % 3, a, w.rows_of(i));
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the preparation's wgmma read the tiles
       cuda::ptx::mbarrier_arrive(&normed[i % 3]);
@@ -104,17 +104,17 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       if (j + 1 < count) norm(j + 1);  // while the preparation works on chunk j
-      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateNorms);)
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kTrStateNorms);)
       wait_phase(&bars.full[stage], j / 3);
-      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateWaitFull);)
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kTrStateWaitFull);)
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
       if (j + 3 < count) {  // once every state thread is done with the stage (o is staged in its v rows)
         wait_phase(&bars.empty[stage], j / 3);
-        GDN_V4_TRACE_DO(trace_mark(tr, on, kStateWaitEmpty);)
+        GDN_V4_TRACE_DO(trace_mark(tr, on, kTrStateWaitEmpty);)
         load_v_of(j + 3);
       }
-      GDN_V4_TRACE_DO(trace_mark(tr, on, kStateVCopies); trace_chunk(tr, on);)
+      GDN_V4_TRACE_DO(trace_mark(tr, on, kTrStateVCopies); trace_chunk(tr, on);)
     }
     GDN_V4_TRACE_DO(trace_end(tr, on);)
     st.end_turns();
@@ -141,14 +141,14 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
         load(i + 1);
         next_gate = load_chunk_gate(a.gate, w.row0_of(i + 1), w.rows_of(i + 1), w.h, a.HV, next_gate, prep.tid);
       }
-      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepCopies);)
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepCopies);)
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepOwnLanded);)
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepOwnLanded);)
       wait_phase(&normed[i % 3], i / 3);  // ... and the state warpgroups have its norms
-      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepWaitNormed);)
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepWaitNormed);)
       prep.sync();
-      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepBarrier);)
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepBarrier);)
       // An opaque copy of the thread index per chunk: otherwise ptxas hoists the preparation's
       // shared-memory addresses out of the chunk loop and spills them at 120 registers.
       const PrepGroup<NP, kV4PrepBarrier> fresh{ptx::opaque(prep.tid)};
@@ -156,7 +156,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV4) * 32, 1)
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
       cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
-      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kPrepFull); trace_chunk(kTracePrep, on);)
+      GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepFull); trace_chunk(kTracePrep, on);)
     }
     GDN_V4_TRACE_DO(trace_end(kTracePrep, on);)
   }

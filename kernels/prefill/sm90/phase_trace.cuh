@@ -12,18 +12,18 @@ namespace gdn::sm90 {
 
 // The roles: thread 0 (state warpgroup 0), the preparation's thread 0, thread 128 (state warpgroup 1).
 enum TraceRole { kTraceState0 = 0, kTracePrep = 1, kTraceState1 = 2 };
-// The state warpgroups' phases of chunk j, in order (kStateLanded and kStateNorms are chunk j + 1's).
+// The state warpgroups' phases of chunk j, in order (kTrStateLanded and kTrStateNorms are chunk j + 1's).
 enum StatePhase {
-  kStateWaitFull = 1, kStateLanded = 2, kStateNorms = 3, kStateU = 4, kStateQS = 5, kStateWVd = 6,
-  kStateUpdateO = 7, kStateStoreO = 8, kStateWaitEmpty = 9, kStateVCopies = 10
+  kTrStateWaitFull = 1, kTrStateLanded = 2, kTrStateNorms = 3, kTrStateU = 4, kTrStateQS = 5, kTrStateWVd = 6,
+  kTrStateUpdateO = 7, kTrStateStoreO = 8, kTrStateWaitEmpty = 9, kTrStateVCopies = 10
 };
 constexpr const char* kStatePhaseNames =
     "1 wait full, 2 next chunk landed, 3 its norms, 4 U, 5 QS, 6 W and V_d, 7 update and O, 8 store o, 9 wait empty, "
     "10 v copies";
 // The preparation's phases of chunk i, in order.
 enum PrepPhase {
-  kPrepCopies = 0, kPrepOwnLanded = 1, kPrepWaitNormed = 2, kPrepBarrier = 3, kPrepScalars = 4, kPrepKKWait = 5,
-  kPrepLStores = 6, kPrepQKWait = 7, kPrepPgStores = 8, kPrepBarrier2 = 9, kPrepInverse = 10, kPrepAg = 11, kPrepFull = 12
+  kTrPrepCopies = 0, kTrPrepOwnLanded = 1, kTrPrepWaitNormed = 2, kTrPrepBarrier = 3, kTrPrepScalars = 4, kTrPrepKKWait = 5,
+  kTrPrepLStores = 6, kTrPrepQKWait = 7, kTrPrepPgStores = 8, kTrPrepBarrier2 = 9, kTrPrepInverse = 10, kTrPrepAg = 11, kTrPrepFull = 12
 };
 constexpr const char* kPrepPhaseNames =
     "0 next chunk's copies issued, 1 own copies landed, 2 wait normed, 3 barrier, 4 scalars, 5 K K^T wait, 6 L stores, "

@@ -110,7 +110,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
       }
       ptx::wgmma_fence_operands(flat(w));
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateU);)
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateU);)
       if constexpr (kOut && kOneGroup) {
         await_turn();
         ptx::wgmma_fence();
@@ -119,7 +119,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operands(flat(o));
       }
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateQS);)
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateQS);)
     }
     this->subtract_from_v(w, vt, ek);  // W^T = V^T - U^T diag(ek)
     // V_d^T = W^T A_g^T.
@@ -137,7 +137,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
       pass_turn();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operands(flat(vd));
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateWVd);)
+      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateWVd);)
     }
     if constexpr (kOut) ptx::wgmma_fence_operands(flat(o));  // (Q S)^T has landed (with V_d^T, or before W^T)
     // S^T = e^G S^T + (V_d^T diag(eu)) K first (the chain), then O^T = (Q S)^T diag(eq) + V_d^T P_g^T
@@ -173,12 +173,12 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operands(s_lo);
     ptx::wgmma_fence_operands(s_hi);
-    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateUpdateO);)
+    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateUpdateO);)
     if constexpr (kOut) {
       ptx::wgmma_fence_operands(flat(o));
       this->store_o(o, vt, rows, row0, a, h, vcol0);
     }
-    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kStateStoreO);)
+    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateStoreO);)
   }
 };
 
