@@ -302,17 +302,19 @@ def check_resume_reverifies(c):
                    "devices": [{"index": 0, "name": "GPU A", "uuid": "GPU-a"}],
                    "cases": [long_case, huge_case, work_case, done_case, error_case]}, f)
     try:
-        kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold", 32768)]
+        old = cli.resumable_report(peer, f.name, "1", "cold")
+        kept = [x["case"] for x in cli.previous_cases(old, 32768)]
         c(kept == ["b", "c", "d"], f"kept on resume at 32768 steps: {kept}")
-        kept = [x["case"] for x in cli.previous_cases(peer, f.name, "1", "cold")]
+        kept = [x["case"] for x in cli.previous_cases(old)]
         c(kept == ["a", "b", "c", "d"], f"kept without a step limit: {kept}")
-        c(cli.previous_cases(peer, f.name, "1", "graph", 32768) == [], "another mode: nothing kept")
+        ignored = cli.resumable_report(peer, f.name, "1", "graph")
+        c(cli.previous_cases(ignored, 32768) == [], "another mode: nothing kept")
         here = [{"index": 0, "name": "GPU B", "uuid": "GPU-b"}]
-        c([d["uuid"] for d in cli.merged_devices(here, peer, f.name, "1", "cold")] == ["GPU-b", "GPU-a"],
+        c([d["uuid"] for d in cli.merged_devices(here, old)] == ["GPU-b", "GPU-a"],
           "resumed on another machine: both devices listed, this one first")
-        c([d["uuid"] for d in cli.merged_devices([{"uuid": "GPU-a"}], peer, f.name, "1", "cold")] == ["GPU-a"],
+        c([d["uuid"] for d in cli.merged_devices([{"uuid": "GPU-a"}], old)] == ["GPU-a"],
           "resumed on the same machine: listed once")
-        c([d["uuid"] for d in cli.merged_devices(here, peer, f.name, "1", "graph")] == ["GPU-b"],
+        c([d["uuid"] for d in cli.merged_devices(here, ignored)] == ["GPU-b"],
           "a report --resume ignores adds no device")
     finally:
         os.unlink(f.name)

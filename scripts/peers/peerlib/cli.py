@@ -93,7 +93,7 @@ def verifiable_now(case, max_steps):
     return m is not None and int(m.group(1)) <= max_steps
 
 
-def resumable_report(peer, path, version, mode, quiet=False):
+def resumable_report(peer, path, version, mode):
     """The earlier report at path if --resume can keep its records (same peer, version and mode), else None."""
     try:
         with open(path) as f:
@@ -102,26 +102,21 @@ def resumable_report(peer, path, version, mode, quiet=False):
         return None
     if old.get("tool", {}).get("name") != peer.name or old.get("tool", {}).get("version") != version \
             or old.get("mode") != mode:
-        if not quiet:
-            print(f"{peer.name}_peer: --resume ignores '{path}' (another peer, version or mode)", file=sys.stderr)
+        print(f"{peer.name}_peer: --resume ignores '{path}' (another peer, version or mode)", file=sys.stderr)
         return None
     return old
 
 
-def previous_cases(peer, path, version, mode, max_steps=None):
-    """Finished records (not errors) of an earlier run of the same peer version and mode; with
+def previous_cases(old, max_steps=None):
+    """Finished records (not errors) of an earlier report (resumable_report; None: none); with
     max_steps, not those it would now verify (verifiable_now)."""
-    old = resumable_report(peer, path, version, mode)
-    if old is None:
-        return []
-    return [c for c in old.get("cases", [])
+    return [c for c in (old or {}).get("cases", [])
             if c.get("status") != "error" and not (max_steps is not None and verifiable_now(c, max_steps))]
 
 
-def merged_devices(current, peer, path, version, mode):
-    """current, then the devices of the resumed report not among them (by uuid): records kept from
-    another machine keep their machine listed."""
-    old = resumable_report(peer, path, version, mode, quiet=True)
+def merged_devices(current, old):
+    """current, then the devices of the earlier report (None: none) not among them (by uuid):
+    records kept from another machine keep their machine listed."""
     seen = {d.get("uuid") for d in current}
     return list(current) + [d for d in (old or {}).get("devices", []) if d.get("uuid") not in seen]
 
@@ -174,8 +169,9 @@ def run(peer, args, argv):
                             [devices.device_info(args.device)], rp.now_iso(), harness, tool_name=peer.name)
     r = runner.Runner(args, peer, loaded, args.device, report, args.out)
     if args.resume:
-        report["devices"] = merged_devices(report["devices"], peer, args.out, loaded.version, args.mode)
-        for c in previous_cases(peer, args.out, loaded.version, args.mode, args.verify_max_steps):
+        old = resumable_report(peer, args.out, loaded.version, args.mode)
+        report["devices"] = merged_devices(report["devices"], old)
+        for c in previous_cases(old, args.verify_max_steps):
             report["cases"].append(c)
             r.done.add((c["case"], c["variant"], c["shape_key"], c["seed"]))
     r.save()
