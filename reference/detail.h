@@ -36,7 +36,7 @@ Mat load_state(const Tensor& t, int64_t offset, Layout layout, int K, int V);
 // Writes S into a result array in `layout`.
 void store_state(const Mat& S, Layout layout, double* dst);
 
-// One token of the recurrence (SPEC section 1): S <- e^g S; d = beta (v - S^T k);
+// One token of the recurrence (docs/method.md 1): S <- e^g S; d = beta (v - S^T k);
 // S <- S + k d^T; o = scale S^T q. p and d are scratch vectors of size V.
 void recurrent_token(Mat& S, const Vec& q, const Vec& k, const Vec& v, double g, double beta, double scale, Vec& o,
                      Vec& p, Vec& d);

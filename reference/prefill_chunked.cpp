@@ -1,4 +1,4 @@
-// The chunked form of SPEC section 6 in fp64: the fast reference for long sequences.
+// The chunked form of docs/method.md 6 in fp64: the fast reference for long sequences.
 //
 // Per chunk of c <= C tokens (gam = chunk-local inclusive cumsum of g, G = gam[c-1]):
 //   A   = StrictLower(diag(beta) K K^T) * Gam       Gam_ij = exp(gam_i - gam_j), i >= j

@@ -1,4 +1,4 @@
-// fp64 Eigen references for the three ops (SPEC sections 1, 2 and 6). Inputs are the exact host
+// fp64 Eigen references for the three ops (docs/method.md 1, 2 and 6). Inputs are the exact host
 // tensors a variant saw (bf16/fp16/fp32 values widened to double), so differences measure only
 // the variant's arithmetic. Threaded over (sequence or row) x value head.
 #pragma once
@@ -27,7 +27,7 @@ struct PrefillResult {
 
 // Token recurrence (the oracle).
 PrefillResult prefill_recurrent(const Shape& s, const TensorSet& in, const Selection& sel = {}, int threads = 0);
-// Chunked form of SPEC section 6 with chunk size C (must agree with the recurrence to ~1e-10).
+// Chunked form of docs/method.md 6 with chunk size C (must agree with the recurrence to ~1e-10).
 PrefillResult prefill_chunked(const Shape& s, const TensorSet& in, int chunk = 64, const Selection& sel = {},
                               int threads = 0);
 

@@ -8,7 +8,7 @@
 
 namespace gdn {
 
-// The gate inputs of SPEC section 1, either form. Pointers of the unused form are null.
+// The gate inputs of docs/method.md 1, either form. Pointers of the unused form are null.
 //   log: g [rows, HV] fp32 (natural-log decay), beta [rows, HV] fp32
 //   raw: A_log [HV] fp32, a [rows, HV] bf16, dt_bias [HV] fp32, b [rows, HV] bf16;
 //        g = -exp(A_log) * softplus(a + dt_bias) (softplus(x) = x for x > 20), beta = sigmoid(b)

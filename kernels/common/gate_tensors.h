@@ -1,4 +1,4 @@
-// Gate tensors of either form for `rows` token rows (SPEC section 1), and their byte count.
+// Gate tensors of either form for `rows` token rows (docs/method.md 1), and their byte count.
 #pragma once
 
 #include <string>

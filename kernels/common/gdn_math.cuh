@@ -1,5 +1,5 @@
 // The device primitives every CUDA kernel family shares: 16-bit float patterns <-> fp32, the gate
-// of SPEC section 1 (load, then compute), warp sums and the q/k L2 norm. Tensors hold raw 16-bit
+// of docs/method.md 1 (load, then compute), warp sums and the q/k L2 norm. Tensors hold raw 16-bit
 // patterns (uint16_t) or fp32; a packed pair keeps its first value in the low half.
 #pragma once
 
@@ -39,7 +39,7 @@ template <> __device__ __forceinline__ float from_float<float>(float x) { return
 template <> __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
 template <> __device__ __forceinline__ __half from_float<__half>(float x) { return __float2half_rn(x); }
 
-// ---- the gate (SPEC section 1) -----------------------------------------------------------------
+// ---- the gate (docs/method.md 1) -----------------------------------------------------------------
 // load_gate issues the loads and keeps the words as they arrive (an operation on a register whose
 // load is in flight waits for it); gate_of does the math later, when the latency of
 // the raw form's exp/log1p chain can hide behind other loads.

@@ -1,4 +1,4 @@
-// The decode and mtp CPU kernels (SPEC sections 2.2, 2.3): one task per (row, value head) runs
+// The decode and mtp CPU kernels (docs/method.md 2.2, 2.3): one task per (row, value head) runs
 // the row's T tokens against its pool slot, with fp32 arithmetic whatever the pool dtype.
 //
 //   vk slots ([V][K]): state rows are independent, so a block of kVkRows rows is loaded once

@@ -1,4 +1,4 @@
-// The fp32 state update of one token and one value head (SPEC section 1), written as plain loops
+// The fp32 state update of one token and one value head (docs/method.md 1), written as plain loops
 // over the contiguous dimension so g++ -O3 vectorises them, plus the state copies around it.
 //
 // The decay is folded into the update instead of a separate pass over S:

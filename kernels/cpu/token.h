@@ -1,4 +1,4 @@
-// Per-token preparation for the CPU variants (SPEC section 1): 16-bit rows widened to fp32, the
+// Per-token preparation for the CPU variants (docs/method.md 1): 16-bit rows widened to fp32, the
 // optional q/k L2 norm, and the gate (either form) turned into a decay factor and beta, all in fp32.
 #pragma once
 

@@ -46,7 +46,7 @@ WorkModel step_work(const Shape& s) {
   const double slot = state_elems_per_slot(s) * st;
   WorkModel w;
   // Padding rows (index -1: every 8th row of the `padded` pattern) read and write no state, so
-  // SPEC section 5's 2 B HV K V s counts active rows only; their q, k, v, o still move.
+  // docs/method.md 5's 2 B HV K V s counts active rows only; their q, k, v, o still move.
   const double active = B - (s.indices == IndexPattern::padded ? double(s.batch / 8) : 0.0);
   w.bytes = B * T * (2.0 * s.h_qk * s.dk + double(s.h_v) * s.dv) * e + B * T * double(s.h_v) * s.dv * e +
             gate_bytes(s, B * T) + active * slot;

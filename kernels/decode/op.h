@@ -1,4 +1,4 @@
-// decode: one token per row, state pool updated in place, SPEC section 2.2.
+// decode: one token per row, state pool updated in place, docs/method.md 2.2.
 //
 // Tensors (B = rows, P = pool slots):
 //   q, k      [B, H, K]        bf16

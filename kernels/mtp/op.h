@@ -1,4 +1,4 @@
-// mtp: T > 1 draft tokens per row (speculative-decoding verify), SPEC section 2.3.
+// mtp: T > 1 draft tokens per row (speculative-decoding verify), docs/method.md 2.3.
 //
 // As decode with a time axis: q, k [B, T, H, K], v [B, T, HV, V], gate [B, T, HV],
 // o [B, T, HV, V]. Options: cache_intermediate writes the state after every token to

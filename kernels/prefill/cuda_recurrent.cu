@@ -44,7 +44,7 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
   else store_state_tile(sm, static_cast<float*>(to.p), tile);
 }
 
-// The state never leaves fp32 (SPEC section 4, "fp32 path"); o stays at the bf16 default.
+// The state never leaves fp32 (docs/method.md 4, "fp32 path"); o stays at the bf16 default.
 constexpr double kStateTolerance = 1e-4;
 
 std::string supports(const Shape& s) {

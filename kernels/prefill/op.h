@@ -1,4 +1,4 @@
-// prefill: chunked forward over a packed (varlen) batch, SPEC section 2.1.
+// prefill: chunked forward over a packed (varlen) batch, docs/method.md 2.1.
 //
 // Tensors (T = total tokens, N = sequences):
 //   q, k        [T, H, K]        bf16 (f16 where the variant supports it)
@@ -34,7 +34,7 @@ struct Args {
   const float* h0 = nullptr;                 // null when absent (and in the pool form)
   uint16_t* o = nullptr;
   float* ht = nullptr;                       // null in the pool form
-  // The pool form (SPEC 2.1; Shape::prefill_pool): sequence n starts from slot indices[n] of the
+  // The pool form (docs/method.md 2.1; Shape::prefill_pool): sequence n starts from slot indices[n] of the
   // pool and writes its final state back there; -1 starts from zero and writes nothing.
   void* pool = nullptr;  // [P, HV, (layout)] in state_dtype; null in the dense form
   const void* indices = nullptr;

@@ -1,4 +1,4 @@
-// Where a prefill CTA's state starts and ends (SPEC 2.1), for every CUDA prefill family: h0 / ht
+// Where a prefill CTA's state starts and ends (docs/method.md 2.1), for every CUDA prefill family: h0 / ht
 // in the dense form, slot indices[n] of the state pool in the pool form (f32 or bf16, index -1:
 // start from zero and write nothing), or a kernel's own fp32 kv buffer (sm90's per-segment states).
 // A null pointer reads zeros and writes nothing.

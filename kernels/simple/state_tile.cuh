@@ -1,6 +1,6 @@
 // The recurrent building block of the simple CUDA variants: one thread block owns the K x 32
 // slice (value columns v0 .. v0+31) of one head's state in shared memory and advances it one
-// token at a time (SPEC section 1). Lane j of every warp owns column j; warp w owns rows
+// token at a time (docs/method.md 1). Lane j of every warp owns column j; warp w owns rows
 // w, w + kWarps, ... so column reductions are a per-thread partial plus one pass over the warps.
 #pragma once
 

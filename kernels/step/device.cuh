@@ -254,7 +254,7 @@ __host__ __device__ constexpr int stage_bytes(int tokens, int w, bool f32 = fals
 }
 
 // Per-warp staging area for up to kStageTokens tokens: q then k (K bf16 each), v slices, norms.
-// With f32 a token's slot is 2 K fp32 values, k^ then q^ (the vectors of SPEC section 1 as the
+// With f32 a token's slot is 2 K fp32 values, k^ then q^ (the vectors of docs/method.md 1 as the
 // dots use them, so the token loop neither widens nor rescales them); the bf16 q and k arrive in
 // the slot's second half and are overwritten by q^ once read.
 struct Stage {

@@ -271,7 +271,7 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     for (int p = 1; p < NG; ++p) gram[i] += gpart[p][i];
   }
 
-  // ---- Norms of the chunk's tokens (SPEC section 1: 1 / sqrt(x.x + eps), scale folded into rq)
+  // ---- Norms of the chunk's tokens (docs/method.md 1: 1 / sqrt(x.x + eps), scale folded into rq)
   // from the Gram diagonals: lane (g, t = g / 2) holds column g of row g in gram[g % 2]; for
   // NT == 2 q.q is row g + 8 of qpart, for NT == 1 rows and columns are [k_0..3, q_0..3].
   if (t == (g >> 1)) {

@@ -1,5 +1,5 @@
-// The contract of an op: its tensors for a shape, its work model (SPEC section 5), its
-// tolerances (SPEC section 4) and its shape validation. One OpDef per op, defined in
+// The contract of an op: its tensors for a shape, its work model (docs/method.md 5), its
+// tolerances (docs/method.md 4) and its shape validation. One OpDef per op, defined in
 // kernels/<op>/op.cpp; the reference for the op lives in reference/.
 #pragma once
 
@@ -18,7 +18,7 @@ struct Tolerance {
 };
 
 struct WorkModel {
-  double bytes = 0;       // minimal traffic, SPEC section 5
+  double bytes = 0;       // minimal traffic, docs/method.md 5
   double flops = 0;       // gdnbench convention (FlashQLA count for prefill, 6BTHVKV for decode/mtp)
   double flops_fi = 0;    // FlashInfer convention (4 T HV K V for prefill; same as flops otherwise)
   bool bandwidth_bound = true;  // roofline against copy bandwidth (true) or bf16 MMA rate (false)
@@ -31,7 +31,7 @@ struct OpDef {
   // Every tensor of the problem, inputs first, in a stable order.
   std::vector<TensorSpec> (*tensors)(const Shape&);
   WorkModel (*work)(const Shape&);
-  // Default thresholds for this shape (SPEC section 4); variants may tighten them.
+  // Default thresholds for this shape (docs/method.md 4); variants may tighten them.
   std::vector<Tolerance> (*tolerances)(const Shape&);
   // "" when the shape is a legal problem of this op, else the reason.
   std::string (*validate)(const Shape&);
@@ -49,7 +49,7 @@ extern const OpDef kPrefillOp;
 extern const OpDef kDecodeOp;
 extern const OpDef kMtpOp;
 
-// Shared model pieces (SPEC section 5), used by the three op definitions.
+// Shared model pieces (docs/method.md 5), used by the three op definitions.
 double state_elems_per_slot(const Shape& s);  // HV * K * V
 // The shape rules every op shares (heads, head dims, dtypes, scale): "" or the reason.
 std::string validate_common(const Shape& s);

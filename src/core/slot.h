@@ -1,4 +1,4 @@
-// The state-pool slot of row i (SPEC section 2.2): indices are int32 or int64, -1 = padding row.
+// The state-pool slot of row i (docs/method.md 2.2): indices are int32 or int64, -1 = padding row.
 // One function for the kernels, the CPU variants, the reference and the verifier.
 #pragma once
 

@@ -19,7 +19,7 @@ enum class Role {
   inout,   // read and written in place (decode/mtp state pool); filled, then verified
 };
 
-// Which generator fills an input tensor (SPEC section 3). The runner and the reference both
+// Which generator fills an input tensor (docs/method.md 3). The runner and the reference both
 // go through inputs.h, so the values are the same everywhere.
 enum class Fill {
   none,        // outputs

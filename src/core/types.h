@@ -17,7 +17,7 @@ enum class DType { f32, bf16, f16, i32, i64 };
 enum class Layout { vk, kv };
 // log: g and beta passed directly; raw: A_log, a, dt_bias, b and the kernel computes them.
 enum class GateForm { log, raw };
-// Input distributions of SPEC section 3.
+// Input distributions of docs/method.md 3.
 enum class InputDist { standard, strong_decay, no_decay, beta_one, positive_keys };
 // How decode/mtp rows map to pool slots.
 //   identity: row i -> slot i; random: distinct random slots; padded: random with ~1/8 rows = -1;
@@ -25,7 +25,7 @@ enum class InputDist { standard, strong_decay, no_decay, beta_one, positive_keys
 enum class IndexPattern { identity, random, padded, high };
 enum class Backend { cpu, cuda };
 
-// The epsilon of the q/k L2 norm (SPEC section 1): x / sqrt(sum(x^2) + eps). Kernels add it in
+// The epsilon of the q/k L2 norm (docs/method.md 1): x / sqrt(sum(x^2) + eps). Kernels add it in
 // fp32 (the float nearest 1e-6), the reference in fp64.
 inline constexpr double kL2NormEps = 1e-6;
 inline constexpr float kL2NormEpsF = float(kL2NormEps);

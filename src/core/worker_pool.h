@@ -1,6 +1,6 @@
 // The process's pool of host worker threads, behind parallel_for: threads are started once and
 // reused, so a CPU variant's timed call does not pay a thread start per worker (10-20 us each,
-// docs/notes/host-timing.md). One call holds the pool at a time; a concurrent or nested call is
+// docs/method.md 7.4). One call holds the pool at a time; a concurrent or nested call is
 // refused (run returns false) and starts its own threads instead.
 #pragma once
 

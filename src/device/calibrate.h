@@ -1,4 +1,4 @@
-// The measured peaks a roofline percentage refers to (SPEC section 5): device-to-device copy
+// The measured peaks a roofline percentage refers to (docs/method.md 5): device-to-device copy
 // bandwidth and the dense bf16 tensor-core rate, measured on the device itself and cached per
 // device UUID in $XDG_CACHE_HOME/gdnbench/calibration.json (default ~/.cache/gdnbench/).
 #pragma once

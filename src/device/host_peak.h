@@ -1,4 +1,4 @@
-// The host's memory bandwidth measured the way the CPU variants move memory (SPEC section 5):
+// The host's memory bandwidth measured the way the CPU variants move memory (docs/method.md 5.3):
 // right after a cold flush, every worker reads and rewrites in place its share of a working set
 // the size of the case's traffic; bytes read + written per second, the best of a few runs.
 // Past 4x the host's caches (at least 256 MiB) every size streams from memory alike, so larger
@@ -6,7 +6,7 @@
 //
 // Measuring at the case's size matters: a working set that fits in the host's caches is read from
 // memory after the flush, but its writes stay in cache past the timed span, so it can move up to
-// twice the bytes per second of one that does not fit (docs/notes/host-timing.md).
+// twice the bytes per second of one that does not fit (docs/method.md 5.3).
 #pragma once
 
 #include <cstdint>

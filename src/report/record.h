@@ -17,7 +17,7 @@ namespace gdn {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// Verification of one output tensor against the fp64 reference (SPEC section 4).
+// Verification of one output tensor against the fp64 reference (docs/method.md 4).
 struct TensorCheck {
   std::string tensor;
   double rel_l2 = kNaN;
@@ -72,7 +72,7 @@ struct CaseRecord {
   std::string timer;  // host | cupti | events
   Measurement timing;
 
-  // Metrics from the op's work model (SPEC section 5), over the median time.
+  // Metrics from the op's work model (docs/method.md 5), over the median time.
   WorkModel work;
   double tflops = kNaN;      // work.flops / median
   double tflops_fi = kNaN;   // work.flops_fi / median
@@ -88,7 +88,7 @@ struct CaseRecord {
 };
 
 // Fills tflops/tbps/roofline from work, timing and the peak. A roofline above 100 % is a number
-// the peak or the byte model got wrong: it is left NaN and roofline_note says why (SPEC section 5).
+// the peak or the byte model got wrong: it is left NaN and roofline_note says why (docs/method.md 5).
 void compute_metrics(CaseRecord& r);
 
 }  // namespace gdn

@@ -1,4 +1,4 @@
-// Seeded input generation (SPEC section 3).
+// Seeded input generation (docs/method.md 3).
 //
 // Every value is a pure function of (seed, tensor name, element index): a counter-based hash
 // (splitmix64 finaliser over a per-tensor key and the index) gives two uniforms, Box-Muller turns
@@ -8,7 +8,7 @@
 // Distributions (x ~ N(0,1) per element, HV value heads, "late heads" = h >= ceil(0.75 HV)):
 //   q, k      N(0,1); positive_keys: uniform [0,1) (times 1 - 2^-8, so bf16 rounding stays below 1);
 //             with l2norm off, each row of K draws scaled to an L2 norm r ~ U[1/2, 1] per row (in
-//             double, before the one rounding): normalised up front as SPEC section 3 says, but
+//             double, before the one rounding): normalised up front as docs/method.md 3 says, but
 //             not to exactly 1, so a kernel that normalises anyway still fails verification
 //   v         N(0,1)
 //   h0, pool  N(0,1), rounded to the tensor dtype (bf16 pools hold bf16 values)

@@ -1,4 +1,4 @@
-// Seeded input generation (SPEC section 3) and output poisoning. Values are a pure function of
+// Seeded input generation (docs/method.md 3) and output poisoning. Values are a pure function of
 // (seed, tensor name, element index), so any sub-range can be regenerated later (for example to
 // check untouched pool slots bit for bit without keeping a copy).
 #pragma once

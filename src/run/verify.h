@@ -1,4 +1,4 @@
-// Checking a problem's outputs against the fp64 reference (SPEC section 4).
+// Checking a problem's outputs against the fp64 reference (docs/method.md 4).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,5 @@
 // The "cupti" timer: kernel durations from CUPTI activity records (CONCURRENT_KERNEL), the
-// default GPU timer (SPEC section 7). Tracing starts once per process and stays on, warm-ups
+// default GPU timer (docs/method.md 7). Tracing starts once per process and stays on, warm-ups
 // included, so every launch pays the same instrumentation cost.
 #pragma once
 

@@ -1,11 +1,11 @@
-// The host's cold-cache flush (SPEC section 7): before every cold sample the CPU variant's data
+// The host's cold-cache flush (docs/method.md 7): before every cold sample the CPU variant's data
 // leaves every cache level of every core, so the sample reads it from memory.
 //
 // Where the CPU lets user code flush cache lines (x86-64 clflushopt or clflush, arm64 dc civac),
 // the given buffers are flushed line by line, split over the workers: exact whatever cache
 // topology the machine (or a VM) reports, and its cost grows with the buffers, not with the
 // cache. Elsewhere every worker overwrites, then reads back, its share of a buffer of twice the
-// host's cache bytes. docs/notes/host-timing.md has the measurements behind the choice.
+// host's cache bytes. docs/method.md 7.4 has the measurements behind the choice.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The cold-mode cache flush (SPEC section 7): before each sample, drop persisting L2 lines and
+// The cold-mode cache flush (docs/method.md 7): before each sample, drop persisting L2 lines and
 // overwrite a device buffer of max(2 x L2, 64 MiB) with a kernel on the timing stream. The buffer
 // is allocated once (nvbench #100: per-sample allocation costs far more than the flush).
 #pragma once

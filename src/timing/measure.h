@@ -1,4 +1,4 @@
-// The measurement loop: warm-up, then samples until the stopping rule is met (SPEC section 7).
+// The measurement loop: warm-up, then samples until the stopping rule is met (docs/method.md 7).
 #pragma once
 
 #include <limits>
@@ -20,7 +20,7 @@ struct StoppingRule {
 
   // CPU variants: a host shares its cores with everything else on it, so a 2-core machine never
   // reaches 0.5 % in any sensible time; host timings get their own target and cap
-  // (docs/notes/host-timing.md has the measurements behind the numbers).
+  // (docs/method.md 7.3 has the measurements behind the numbers).
   static StoppingRule host() {
     StoppingRule r;
     r.max_noise = 0.02;

@@ -216,7 +216,7 @@ std::vector<uint8_t> bytes_of(const Tensor& t) {
   return std::vector<uint8_t>(b, b + t.bytes());
 }
 
-// The pool form (SPEC 2.1): each sequence starts from its slot (index -1: from zero) and writes
+// The pool form (docs/method.md 2.1): each sequence starts from its slot (index -1: from zero) and writes
 // its final state back there; every other slot stays bit-identical, and the reference agrees.
 void check_prefill_pool(const Shape& s, uint64_t seed = 9) {
   SCOPED_TRACE(s.key());
@@ -477,7 +477,7 @@ TEST(MtpCpu, PaddedRowsZeroTheirIntermediateBf16Pool) {
 
 TEST(MtpCpu, SixteenTokensHighSlotsRawGateGroupOfFour) {
   auto s = step_shape(OpKind::mtp, 5, 64, 64, 1, 4);
-  s.tokens = 16;  // the longest draft SPEC section 2.3 requires
+  s.tokens = 16;  // the longest draft docs/method.md 2.3 requires
   s.pool = 64;
   s.indices = IndexPattern::high;
   s.gate = GateForm::raw;

@@ -1,4 +1,4 @@
-// The host's cold flush evicts (SPEC section 7): a buffer read after the flush comes from memory,
+// The host's cold flush evicts (docs/method.md 7): a buffer read after the flush comes from memory,
 // not from a cache, whichever core last touched it. Shown by timing a dependent pointer chase
 // (each load waits for the previous one, so prefetchers cannot hide where the line came from):
 // a chase through cached lines takes a few ns per line, through memory near 100 ns.

@@ -1,4 +1,4 @@
-// Honest host rooflines (SPEC section 5): the host peak is measured the way the CPU variants move
+// Honest host rooflines (docs/method.md 5): the host peak is measured the way the CPU variants move
 // memory (cold, read + write in place, at the case's size, on every core), so the CPU decode cases
 // that printed 127-173 % of the old peak (a threaded memcpy of 2 x 256 MiB, with a one-core
 // flush) stay at or below 100 %, and host timings record the rule they were taken under.

@@ -203,7 +203,7 @@ TEST(Inputs, StressDistributions) {
   EXPECT_LT(most, -5.0);  // some head decays strongly
 }
 
-// SPEC section 3: q and k are L2-normalised by the kernel (l2norm on) or up front (off): without
+// docs/method.md 3: q and k are L2-normalised by the kernel (l2norm on) or up front (off): without
 // the kernel's norm every row of K values has a norm in [1/2, 1] (not all 1: the flag must still
 // change the result) up to the one rounding, the draws keep their directions, any sub-range gives
 // the full fill's bits, and the l2norm-on inputs are unchanged.

@@ -1,4 +1,4 @@
-// The op contracts: tensor lists and the SPEC section 5 work models, against hand numbers.
+// The op contracts: tensor lists and the docs/method.md 5 work models, against hand numbers.
 #include <gtest/gtest.h>
 
 #include "core/op.h"

@@ -285,7 +285,7 @@ int error_code_of(const std::function<void()>& f, std::string* message = nullptr
   return 0;
 }
 
-// ---- metrics (SPEC section 5, worked by hand) -----------------------------------------
+// ---- metrics (docs/method.md 5, worked by hand) -----------------------------------------
 
 TEST(Metrics, DecodeB256AgainstCopyBandwidth) {
   // bytes = 256*(2*16*128 + 32*128)*2 + 256*32*128*2 + 8*256*32 + 2*256*32*128*128*4 = 1'080'098'816
@@ -324,7 +324,7 @@ TEST(Metrics, HostBandwidthAndUnknownPeaks) {
   EXPECT_TRUE(std::isnan(r.tbps) && std::isnan(r.tflops) && std::isnan(r.roofline_pct));
 }
 
-// A figure above the peak is a wrong peak or byte model, never a result (SPEC section 5).
+// A figure above the peak is a wrong peak or byte model, never a result (docs/method.md 5).
 TEST(Metrics, AboveThePeakIsWithheldAndExplained) {
   CaseRecord r = timed_case(decode_b256(), "decode/cpu", 368e-6);  // 2.935 TB/s
   r.peak = {"host_bandwidth", 2.0e12, "measured now", "its working set (64.0 MiB) fits in the host's caches (332.0 MiB)"};

@@ -1,4 +1,4 @@
-// The recurrent prefill forward of prefill/sm75_legacy (SPEC section 1) on CUDA cores only:
+// The recurrent prefill forward of prefill/sm75_legacy (docs/method.md 1) on CUDA cores only:
 // FFMA and warp shuffles, no tensor-core instructions, built for compute_75 so it runs on every
 // GPU from Turing on. Value columns are independent given k, q and the gate, so the grid
 // splits V finely (see config.h) and each thread keeps its K/8 x C slice of the state

@@ -1,4 +1,4 @@
-"""Seeded inputs of one gdnbench point with torch (SPEC section 3, src/run/inputs.cpp).
+"""Seeded inputs of one gdnbench point with torch (docs/method.md 3, src/run/inputs.cpp).
 
 The distributions are gdnbench's, tensor by tensor; the numbers are not (gdnbench hashes
 (seed, name, index) on the host, this draws from torch.Generator(seed) on the device). Kernel time
@@ -83,14 +83,14 @@ def raw_gate(s, d, rows):
 
 
 def gate_from_raw(a_log, a, dt_bias, b):
-    """SPEC 1 in fp64: g = -exp(A_log) softplus(a + dt_bias) (softplus(x) = x above 20),
+    """docs/method.md 1 in fp64: g = -exp(A_log) softplus(a + dt_bias) (softplus(x) = x above 20),
     beta = sigmoid(b)."""
     g = -torch.exp(a_log.double()) * torch.nn.functional.softplus(a.double() + dt_bias.double())
     return g, torch.sigmoid(b.double())
 
 
 def qk(s, d, rows):
-    """q or k; without the kernel's L2 norm, rows normalised up front (SPEC section 3) to a norm
+    """q or k; without the kernel's L2 norm, rows normalised up front (docs/method.md 3) to a norm
     drawn in [1/2, 1] per row, as gdnbench's (src/run/inputs.cpp)."""
     dims = (*rows, s["h_qk"], s["dk"])
     x = d.uniform(*dims) if s["inputs"] == "positive_keys" else d.normal(*dims)

@@ -1,5 +1,5 @@
-"""A small recurrent reference in torch (SPEC section 1, token by token), its chunked fp64 form
-(SPEC section 6) for long sequences, and the SPEC section 4 error metrics, so a broken peer shows
+"""A small recurrent reference in torch (docs/method.md 1, token by token), its chunked fp64 form
+(docs/method.md 6) for long sequences, and the docs/method.md 4 error metrics, so a broken peer shows
 up in its report. Runs in fp64 on the inputs' device over a chosen subset of value heads; the loop
 is over time steps (or chunks), vectorized over sequences and heads."""
 
@@ -73,8 +73,8 @@ def _prepared(q, k, v, g, beta, cu, l2norm, heads, group):
 
 
 def chunked(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group, chunk=64):
-    """recurrent()'s o and final states by chunks of `chunk` tokens (SPEC section 6, gdn-math.md
-    3.1), in fp64: per chunk, gam = the inclusive cumsum of g, Gam_ij = e^(gam_i - gam_j) (i >= j),
+    """recurrent()'s o and final states by chunks of `chunk` tokens (docs/method.md 6 and
+    A.1), in fp64: per chunk, gam = the inclusive cumsum of g, Gam_ij = e^(gam_i - gam_j) (i >= j),
     A = (I + Gam * StrictLower(diag(beta) K K^T))^-1 by a triangular solve, V_d = A diag(beta)
     (V - diag(e^gam) K S), O = scale (diag(e^gam) Q S + (Gam * Q K^T) V_d), S = e^G S +
     K^T diag(e^(G - gam)) V_d. Agrees with the token loop to about 1e-12 relative (selftest) and
@@ -119,7 +119,7 @@ def chunked(q, k, v, g, beta, cu, h0_kv, scale, l2norm, heads, group, chunk=64):
 
 
 class StepCheck:
-    """SPEC 4 metrics of a per-step state output, accumulated step by step: `out` is
+    """docs/method.md 4 metrics of a per-step state output, accumulated step by step: `out` is
     [N, L, heads, K, V] (kv), compared with the reference's state after each step."""
 
     def __init__(self, out):
@@ -143,7 +143,7 @@ class StepCheck:
 
 
 def check(name, out, ref, tolerance):
-    """SPEC 4 metrics of `out` against `ref`: rel-L2, max abs, non-finite count, pass."""
+    """docs/method.md 4 metrics of `out` against `ref`: rel-L2, max abs, non-finite count, pass."""
     x = out.double()
     nonfinite = int((~torch.isfinite(x)).sum())
     diff = x - ref

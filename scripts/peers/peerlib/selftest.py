@@ -28,10 +28,10 @@ class Checker:
 
 
 def check_work_model(c):
-    # SPEC 5 by hand. Decode 16/32 B=256 fp32 state: 2 * 256 * 32 * 128 * 128 * 4 state bytes plus
+    # docs/method.md 5 by hand. Decode 16/32 B=256 fp32 state: 2 * 256 * 32 * 128 * 128 * 4 state bytes plus
     # q, k, v reads (256 * (2*16*128 + 32*128) * 2), o writes (256 * 32 * 128 * 2), g and beta (8 * 256 * 32).
     w = sh.work_model({"op": "decode", "batch": 256, "state_dtype": "f32"})
-    c.close(w["bytes"], 1073741824 + 4194304 + 2097152 + 65536, "decode B=256 bytes (SPEC 8: 1.07 GB)")
+    c.close(w["bytes"], 1073741824 + 4194304 + 2097152 + 65536, "decode B=256 bytes (docs/method.md 8: 1.07 GB)")
     c.close(w["flops"], 6 * 256 * 32 * 128 * 128, "decode flops 6 B HV K V")
     c(w["bandwidth_bound"], "decode is bandwidth bound")
     # Prefill 16/32 1x32768 with h0: 32768 * 8192 * 2 + 32768 * 4096 * 2 + 8 * 32768 * 32 + 2 * 32 * 16384 * 4.
@@ -189,7 +189,7 @@ def check_torch(c):
     c(bool((g[..., 6:] == 0).all()) and bool((g[..., :6] < 0).all()), "raw gate: no-decay heads have A_log = -inf")
     c(bool((b == 1).all()), "beta_one: sigmoid(100) == 1")
 
-    # The reference against a direct per-token, per-head loop of SPEC section 1.
+    # The reference against a direct per-token, per-head loop of docs/method.md 1.
     torch.manual_seed(0)
     q, k = torch.randn(7, 2, 4), torch.randn(7, 2, 4)
     v, g, beta = torch.randn(7, 4, 3), -torch.rand(7, 4), torch.rand(7, 4)

@@ -1,4 +1,4 @@
-"""Kernel-only GPU time of one call, as gdnbench measures its own kernels (SPEC section 7).
+"""Kernel-only GPU time of one call, as gdnbench measures its own kernels (docs/method.md 7).
 
 Timer "cupti-torch-profiler": CUPTI activity records through torch.profiler (CUDA activity
 only). Every sample is: boundary kernel (the L2 flush in cold/graph mode, a one-element write in

@@ -1,6 +1,6 @@
 """One verification path for every peer: restore what the call overwrites, run the reference on
 the rows the peer ran, call the peer once, and compare o, the final state (ht or pool slots), the
-mtp cache and the pool slots no row names, with SPEC section 4's metrics and tolerances."""
+mtp cache and the pool slots no row names, with docs/method.md 4's metrics and tolerances."""
 
 import time
 
