@@ -48,7 +48,7 @@ struct Shape {
   // Derived values.
   double effective_scale() const;
   int64_t pool_slots() const { return pool > 0 ? pool : num_sequences(); }
-  // prefill in the pool form (SPEC 2.1): states in a slot pool named by indices, not h0 / ht.
+  // prefill in the pool form (docs/method.md 2.1): states in a slot pool named by indices, not h0 / ht.
   bool prefill_pool() const { return op == OpKind::prefill && pool > 0; }
   int64_t total_tokens() const;  // prefill: sum of seqlens; decode: batch; mtp: batch * tokens
   int64_t num_sequences() const { return op == OpKind::prefill ? int64_t(seqlens.size()) : batch; }

@@ -164,7 +164,7 @@ def run(peer, args, argv):
     import triton
     harness = {"name": peer.script, "torch": torch.__version__, "triton": triton.__version__, **loaded.harness,
                "stopping_rule": vars(args.rule), "timing_method": runner.timing_method(args.mode),
-               "inputs": "SPEC 3 distributions drawn with torch.Generator(seed) on the device (not gdnbench's numbers)"}
+               "inputs": "docs/method.md 3 distributions drawn with torch.Generator(seed) on the device (not gdnbench's numbers)"}
     report = rp.report_json(loaded.version, [f"{peer.name}_peer.py", *argv], plan, args.mode,
                             [devices.device_info(args.device)], rp.now_iso(), harness, tool_name=peer.name)
     r = runner.Runner(args, peer, loaded, args.device, report, args.out)

@@ -1,5 +1,5 @@
 """gdnbench's Shape as the plan JSON writes it (src/report/json_report.cpp, to_json(Shape)), with
-the derived values, the canonical key (src/core/shape.cpp) and the SPEC section 5 work model
+the derived values, the canonical key (src/core/shape.cpp) and the docs/method.md 5 work model
 (kernels/prefill/op.cpp, kernels/decode/op.cpp) replicated, so peer records are counted exactly
 like gdnbench's own."""
 
@@ -137,7 +137,7 @@ def check_axes(table):
 OP_LAYOUT = {"prefill": "kv", "decode": "vk", "mtp": "vk"}
 
 
-# ---- work model (SPEC section 5) ------------------------------------------------------------
+# ---- work model (docs/method.md 5) ------------------------------------------------------------
 
 def gate_bytes(s, token_rows):
     if s["gate"] == "log":
@@ -177,18 +177,18 @@ def work_model(shape):
 
 # A peer's outputs are checked for correctness, not held to our accuracy: FLA's and FlashInfer's
 # chunked prefill round their intra-chunk operands to bf16 and measured o at 5.0-5.2e-3 relative
-# L2 on the standard inputs (H200, 2026-11-25), just above SPEC section 4's 5e-3, while a wrong
-# mapping (layout, head, gate) shows as errors of order 1. Peers pass at SPEC's loosest bound.
+# L2 on the standard inputs (H200, 2026-11-25), just above the 5e-3 of docs/method.md 4, while a wrong
+# mapping (layout, head, gate) shows as errors of order 1. Peers pass at the loosest bound there.
 PEER_TOLERANCE = 1e-2
 
 
 def peer_tolerances(shape):
-    """What a peer record must meet: SPEC's tolerance, loosened to PEER_TOLERANCE."""
+    """What a peer record must meet: our tolerance, loosened to PEER_TOLERANCE."""
     return {name: max(t, PEER_TOLERANCE) for name, t in tolerances(shape).items()}
 
 
 def tolerances(shape):
-    """SPEC section 4 defaults per output tensor (kernels/*/op.cpp tolerances())."""
+    """docs/method.md 4 defaults per output tensor (kernels/*/op.cpp tolerances())."""
     s = normalize(shape)
     if s["op"] == "prefill":
         return {"o": 5e-3, "ht": 5e-3}
