@@ -26,7 +26,7 @@ bool executable(const fs::path& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR) && (st.st_mode & S_IXOTH);
 }
 
-// "scripts/x.sh" anywhere in the README, and bare names such as "perf_table.py" in its layout.
+// "scripts/x.sh" anywhere in the README, and bare names such as "results.py".
 std::set<std::string> scripts_named_in_readme() {
   const std::string readme = read_text(kRoot / "README.md");
   std::set<std::string> named;
@@ -39,8 +39,8 @@ std::set<std::string> scripts_named_in_readme() {
 
 TEST(Scripts, EveryScriptTheReadmeNamesIsExecutable) {
   const auto named = scripts_named_in_readme();
-  ASSERT_GE(named.size(), 5u) << "the README names run-default.sh, test.sh, build.sh, gpu-session.sh, ...";
-  EXPECT_TRUE(named.count("scripts/run-default.sh") && named.count("scripts/test.sh") && named.count("scripts/gpu-session.sh"));
+  ASSERT_GE(named.size(), 5u) << "the README names run-default.sh, test.sh, build.sh, bench-gpu.sh, ...";
+  EXPECT_TRUE(named.count("scripts/run-default.sh") && named.count("scripts/test.sh") && named.count("scripts/bench-gpu.sh"));
   for (const auto& rel : named) {
     EXPECT_TRUE(fs::exists(kRoot / rel)) << rel << " is named in README.md but does not exist";
     EXPECT_TRUE(executable(kRoot / rel)) << rel << " is named in README.md but is not executable (git mode 100755)";
