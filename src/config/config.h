@@ -1,4 +1,4 @@
-// Sweep configs: YAML or JSON with one schema (README "Config format"). Loading validates
+// Sweep configs: YAML or JSON with one schema (docs/config.md). Loading validates
 // everything before anything runs; every problem is an input_error (exit 3) whose message
 // names the file, the key path and the value.
 #pragma once
@@ -34,7 +34,7 @@ SweepConfig load_config(const std::string& path);
 // Same, from text (name is used in messages).
 SweepConfig parse_config(const std::string& text, const std::string& name);
 
-// Keys accepted in a case (and in `defaults`), for messages and the README.
+// Keys accepted in a case (and in `defaults`), for messages and docs/config.md.
 const std::vector<std::string>& case_keys();
 
 }  // namespace gdn

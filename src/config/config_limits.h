@@ -1,7 +1,7 @@
 // Hard limits on what a config may hold, so that no file (a YAML alias bomb, a deep nest, a
 // multi-gigabyte download) can make the reader take unbounded memory or time. Both readers count
 // against the same budget while they build the tree, and stop at the first limit crossed with
-// "FILE:LINE: ...". README "Limits" documents the numbers.
+// "FILE:LINE: ...". docs/config.md "Limits" documents the numbers.
 #pragma once
 
 #include <cstddef>

@@ -23,7 +23,7 @@ constexpr unsigned op_bit(OpKind op) {
 struct AxisDef {
   std::string_view key;                 // config key
   unsigned ops;                         // ops that read it
-  std::string_view type;                // value type in the config, as README's table says it
+  std::string_view type;                // value type in the config, as docs/config.md's table says it
   std::vector<std::string_view> json;   // fields of the shape object it is stored in
   // Writes its fields into a shape object and reads them back (a missing field keeps the default).
   void (*write)(const Shape&, nlohmann::json&);

@@ -1,4 +1,4 @@
-// Exit codes (documented in the README) and the exceptions that carry them to main().
+// Exit codes (documented in docs/cli.md and the README) and the exceptions that carry them to main().
 #pragma once
 
 #include <stdexcept>

@@ -1,4 +1,4 @@
-// The durable JSON form of a run (README "Report JSON schema"): real numbers, non-finite as null,
+// The durable JSON form of a run (docs/report-schema.md): real numbers, non-finite as null,
 // enums by name, one schema_version for the whole file.
 #include <fcntl.h>
 #include <sys/stat.h>

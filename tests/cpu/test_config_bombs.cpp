@@ -1,5 +1,5 @@
 // Malformed configs through the real binary: every one ends with exit 3 in under a second, under
-// a 100 MiB address-space cap, naming the file and line (README "Limits"). The in-process
+// a 100 MiB address-space cap, naming the file and line (docs/config.md "Limits"). The in-process
 // checks of each limit are in test_config_limits.cpp.
 #include <gtest/gtest.h>
 

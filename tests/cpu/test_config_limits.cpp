@@ -1,4 +1,4 @@
-// The config reader's hard limits (src/config/config_limits.h, README "Limits"): alias bombs,
+// The config reader's hard limits (src/config/config_limits.h, docs/config.md "Limits"): alias bombs,
 // deep nesting, huge files, values and node counts stop the read with FILE:LINE and exit 3.
 // tests/cpu/test_config_bombs.cpp runs the same inputs through the binary under a memory cap.
 #include <gtest/gtest.h>
