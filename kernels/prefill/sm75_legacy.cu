@@ -1,7 +1,7 @@
 // prefill/sm75_legacy: the token recurrence on CUDA cores with the state slice in registers for
 // the whole sequence and warp-shuffle reductions, built for compute_75 (sm_75 SASS plus PTX) so
 // one binary runs on every GPU from Turing on. The kernel is in sm75_legacy/recurrent.cuh;
-// design notes and measurements in docs/notes/legacy-sm75.md.
+// design notes and measurements in sm75_legacy/README.md.
 #include <fmt/format.h>
 
 #include "prefill/sm75_legacy/config.h"

@@ -58,7 +58,7 @@ __device__ __forceinline__ uint4 load16(const void* p) { return *reinterpret_cas
 __device__ __forceinline__ void store16(void* p, uint4 v) { *reinterpret_cast<uint4*>(p) = v; }
 
 // The state access policy of the kernels: a template parameter, so that access hints can be
-// measured against each other without copies of the kernels (docs/notes/decode-mtp.md).
+// measured against each other without copies of the kernels (kernels/step/README.md).
 // copy16_async: the same load as an asynchronous copy into shared memory (the pipelined
 // tensor-core kernel, mtp_mma_pipelined.cuh).
 struct PlainMem {

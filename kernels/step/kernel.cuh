@@ -15,7 +15,7 @@
 //     update adds d_j k to the row. The T-token vk kernel stages k^ and q^ in fp32 (normalised
 //     once per warp, not widened per token), sums the 2 ROWS dots with a transposing butterfly
 //     (one sum per lane, each lane's delta computed once) and runs one warp per block at 128
-//     registers: 16 warps per SM (docs/notes/decode-mtp.md, third session).
+//     registers: 16 warps per SM (kernels/step/README.md).
 //   kv ([K][V], V contiguous): columns are independent. A warp owns CW = LPK * E columns and all
 //     K rows (each lane NR = K / (32 / LPK) consecutive rows of one 16-byte chunk); the dots are
 //     sums over the lanes that hold the same columns.
@@ -229,7 +229,7 @@ constexpr int kVkStageTokens = 8;
 
 // One warp per block: warps finish at different times, and a block's registers and shared memory
 // are only freed when its last warp is done (H200, B = 128, T = 4: 139 us with 1 warp per block,
-// 140 with 2, 142 with 4, 150 with 8 warps sharing one stage; docs/notes/decode-mtp.md).
+// 140 with 2, 142 with 4, 150 with 8 warps sharing one stage; kernels/step/README.md).
 // MINW: resident warps per SM to budget registers for (16: 128 registers).
 template <class TS, int ROWS, class M = InPlaceMem, int MINW = kTokensVkMinWarps>
 __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a) {

@@ -6,7 +6,7 @@
 //
 // Why: the tensor-core kernel issues few instructions per tile but waits on long dependent
 // chains (MMA accumulators, the per-token recurrence); one tile per warp leaves the memory system
-// idle during that wait (docs/notes/decode-mtp.md).
+// idle during that wait (kernels/step/README.md).
 //
 // Shared memory per warp: one tile (16 x K state values) and two token stages of T tokens.
 #pragma once
@@ -24,8 +24,8 @@ template <class TS> __host__ __device__ constexpr int pipelined_warp_bytes(int T
 // A batch row's slot index as loaded, read back by value() one tile later. An int64_t merged from
 // the two index dtypes made the i32 path sign-extend right after its load, so every tile waited
 // for the index (an L2 round trip under full load) before its math: 15 % of the kernel's stall
-// samples (ncu, T = 8 B = 64, docs/notes/decode-mtp.md round 58). Here both loads write the
-// same words and nothing reads them until the next tile.
+// samples (ncu, T = 8 B = 64; the raw words made the rows 0.4-6.6 % faster, 7456eb4). Here both
+// loads write the same words and nothing reads them until the next tile.
 struct RawSlot {
   uint32_t lo = 0xffffffffu, hi = 0xffffffffu;  // -1 in either dtype
   __device__ int64_t value(const decode::Args& a) const {
@@ -55,8 +55,8 @@ struct SharedTile {
 // READ_ONLY: the build for read_only_call calls (no state update, nothing stored).
 // MINW: resident warps per SM the registers are budgeted for, by __maxnreg__: with
 // __launch_bounds__(32, 11) ptxas emitted the 168-register code of the 12-warp build (same SASS);
-// with __maxnreg__(184) the update builds take 180-182 registers (docs/notes/decode-mtp.md rounds
-// 63 and 66).
+// with __maxnreg__(184) the update builds take 180-182 registers and run 0.8-5.2 % faster
+// (f85e5db, 7ef9836).
 // One gate per lane (T <= 32): the second half of WarpGateIn would hold registers for nothing.
 template <class TS, class M = InPlaceMem, int W = 1, int MINW = kMmaPipelinedMinWarps, bool SPLIT = false, bool READ_ONLY = false,
           bool TF32 = false>

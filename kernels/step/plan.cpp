@@ -51,14 +51,15 @@ bool mma_supported(const Call& a) {
 }
 
 // Read-only calls from 5 tokens on, with an fp32 pool and the pipelined kernel's batch sizes:
-// the tensor-core READ_ONLY builds (eighth session: T = 5 B = 32 / 256 29.9 / 180.3 us against
+// the tensor-core READ_ONLY builds (H200, 7b5468d: T = 5 B = 32 / 256 29.9 / 180.3 us against
 // 35.1 / 233.0 on the T-token kernel).
 bool read_only_mma(const Call& a) {
   return !a.update_state && !a.cache && a.T > kGramTokens && a.state_dtype == DType::f32 &&
          pairs(a) >= kMmaPipelinedMinHeads;
 }
 
-// Tile depth of the CUDA-core kernels (decode-mtp.md rounds 6-8, H200, the shipped access policy).
+// Tile depth of the CUDA-core kernels (a depth sweep per size on an H200 with the shipped access
+// policy, e3d105d).
 int cuda_core_depth(const Call& a) {
   const int64_t heads = pairs(a);
   const bool bf16 = a.state_dtype == DType::bf16;
@@ -75,7 +76,7 @@ int cuda_core_depth(const Call& a) {
 }
 
 // read_only_vk at depth 4: four tiles per warp where V allows, two where V is a multiple of 32
-// only (round 70: fp32 two / four / eight 155.8 / 145.8 / 145.5 us at T = 4 B = 256).
+// only (H200, e31ce7a: fp32 two / four / eight 155.8 / 145.8 / 145.5 us at T = 4 B = 256).
 int read_only_tiles(const Call& a, int depth) {
   if (depth != 4) return 1;
   if (a.V % (16 * 4) == 0) return 4;
@@ -97,10 +98,10 @@ bool uses_read_only_kernel(const Call& a) {
   return a.layout == Layout::vk && !a.update_state && !a.cache && a.T <= kGramTokens;
 }
 
-// From 8 tokens on (vk, no cache) the tensor-core kernels win (fourth session, B = 128: T = 8 162
-// vs 188 us); fp32 pools from 6 tokens (sixth session: T = 7 at every B, T = 6 at B <= 4 and
+// From 8 tokens on (vk, no cache) the tensor-core kernels win (H200, B = 128: T = 8 162 vs 188
+// us); fp32 pools from 6 tokens (e821911: T = 7 at every B, T = 6 at B <= 4 and
 // B >= 64 but not in between, hence kMmaT6MinHeads); T = 5 fp32 below kMmaPipelinedMinHeads pairs
-// on the plain kernel (ninth session: B = 1 / 2 / 4 5.38 / 6.49 / 8.93 vs 5.86 / 6.75 / 9.06 us).
+// on the plain kernel (3b0359f: B = 1 / 2 / 4 5.38 / 6.49 / 8.93 vs 5.86 / 6.75 / 9.06 us).
 bool uses_mma(const Call& a) {
   if (!mma_supported(a)) return false;
   if (read_only_mma(a)) return true;
@@ -112,7 +113,7 @@ bool uses_mma(const Call& a) {
 }
 
 // Pipelined for fp32 pools from kMmaPipelinedMinHeads pairs up to 8 tokens (bf16 pools spill in
-// it, second session); T = 8 update calls from kMmaPlainFromHeads pairs take the plain kernel.
+// it: 182 vs 153 us at T = 8); T = 8 update calls from kMmaPlainFromHeads pairs take the plain kernel.
 bool uses_pipelined_mma(const Call& a) {
   const int64_t heads = pairs(a);
   return a.T <= kMmaPipelinedMaxTokens && a.state_dtype == DType::f32 && heads >= kMmaPipelinedMinHeads &&

@@ -2,7 +2,7 @@
 // with which tile, on which tensor-core form, and the register budget it was built for. Host
 // code (C++17, no CUDA), so tests call choose() without a GPU and every report records the plan
 // of every case; GDNBENCH_STEP_PLAN overrides fields of it, so an A/B is one binary and one run.
-// The measurements behind each threshold: docs/notes/decode-mtp.md (anchors named below).
+// The measurements behind each threshold: kernels/step/README.md "Plan rules".
 #pragma once
 
 #include <cstdint>
@@ -36,17 +36,17 @@ constexpr int register_budget(int warps) { return 65536 / (warps * 32) / 8 * 8; 
 constexpr int kBlockWarps = 4;  // warps per block of the multi-warp kernels (no block barriers)
 constexpr int decode_vk_min_warps(bool bf16, int depth) { return bf16 || depth <= 2 ? 20 : 16; }
 constexpr int kDecodeKvMinWarps = 12;
-constexpr int kTokensVkMinWarps = 16;  // 128 registers (decode-mtp.md, third session)
-constexpr int read_only_min_warps(bool bf16) { return bf16 ? 20 : 16; }  // round 70
+constexpr int kTokensVkMinWarps = 16;  // 128 registers: T = 4 B = 128 139 us vs 147 at 12 warps
+constexpr int read_only_min_warps(bool bf16) { return bf16 ? 20 : 16; }  // four tiles fit (e31ce7a)
 constexpr int kMmaMinWarps = 12;
-constexpr int kMmaPipelinedMinWarps = 11;  // 184 registers: rounds 63 and 66
+constexpr int kMmaPipelinedMinWarps = 11;  // 184 registers: shared memory fits 11 (f85e5db, 7ef9836)
 constexpr int kNoMinWarps = 0;             // step_kv_kernel: no bound, up to 255 registers
 
 // The spills ptxas (CUDA 13.0) reports at these budgets. On sm_90, the measured architecture, a
 // few bytes in four bf16 builds, each measured faster at its budget than with more registers and
 // fewer warps: decode_vk depth 4 (102 registers, 16 warps: 8-17 % slower), decode_kv depth 4
-// (unbounded: the tile stays widened at 230 registers), read_only_vk with 4 tiles (round 70:
-// 129.3 us against 143.9 with 2 tiles), the bf16 tensor-core update build (ninth session). On
+// (unbounded: the tile stays widened at 230 registers), read_only_vk with 4 tiles (bf16:
+// 129.3 us against 143.9 with 2 tiles), the bf16 tensor-core update build (3b0359f). On
 // sm_80, sm_100 and sm_120 the family is built but has never been measured (no such device has
 // been lent): the sm_90 budgets spill there, recorded as they are. tests/cpu/
 // test_register_budgets.cpp fails on any other spill, or on more bytes than these.
@@ -81,17 +81,17 @@ constexpr KnownSpill kKnownSpills[] = {
     {120, Kernel::read_only_vk, true, 4, 4, false, MmaForm::none, 52},
 };
 
-// ---- thresholds (each the switch point of an A/B in docs/notes/decode-mtp.md) -----------------
+// ---- thresholds (each the switch point of an A/B in kernels/step/README.md) --------------------
 // (row, value head) pairs are the unit of parallelism: B * HV.
-constexpr int kGramTokens = 4;          // read-only calls up to 4 tokens: read_only_vk (round 47)
+constexpr int kGramTokens = 4;          // read-only calls up to 4 tokens: read_only_vk (7b5468d)
 constexpr int kMmaChunk = 8;            // tokens per tensor-core chunk; read-only builds take T <= 8
-constexpr int kMmaMinTokens = 8;        // from 8 tokens (vk, no cache) tensor cores win (4th session)
-constexpr int kMmaFp32MinTokens = 6;    // fp32 pools from 6 tokens (sixth session) ...
-constexpr int64_t kMmaT6MinHeads = 1025;  // ... but T = 6 loses between 5 and 1024 pairs (6th)
+constexpr int kMmaMinTokens = 8;        // from 8 tokens (vk, no cache) tensor cores win (339996b)
+constexpr int kMmaFp32MinTokens = 6;    // fp32 pools from 6 tokens (e821911) ...
+constexpr int64_t kMmaT6MinHeads = 1025;  // ... but T = 6 loses between 5 and 1024 pairs
 constexpr int kMmaPipelinedMaxTokens = 8;  // beyond 8 tokens two stages cost occupancy (T = 16)
-constexpr int64_t kMmaPipelinedMinHeads = 129;  // below, the persistent grid's setup costs more (round 38)
-constexpr int64_t kMmaTf32FromHeads = 4096;     // pipelined update builds: TF32 measures faster (9th)
-constexpr int64_t kMmaPlainFromHeads = 8192;    // T = 8 update calls: the plain kernel (9th)
+constexpr int64_t kMmaPipelinedMinHeads = 129;  // below, the persistent grid's setup costs more (337b0d5)
+constexpr int64_t kMmaTf32FromHeads = 4096;     // pipelined update builds: TF32 measures faster (3b0359f)
+constexpr int64_t kMmaPlainFromHeads = 8192;    // T = 8 update calls: the plain kernel (3b0359f)
 
 // What the routing reads of a decode or mtp call.
 struct Call {

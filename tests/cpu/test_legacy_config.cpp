@@ -42,7 +42,7 @@ TEST(LegacyConfig, RejectsWithAReason) {
   EXPECT_NE(unsupported_reason(128, 128, int64_t(1) << 30, 8).find("too many sequences"), std::string::npos);
 }
 
-// The measured H200 choices (docs/notes/legacy-sm75.md): 1 column per group for 8/16 and 2/8
+// The measured H200 choices (kernels/prefill/sm75_legacy/README.md): 1 column per group for 8/16 and 2/8
 // heads on one sequence, 2 for 16/32 on one or two sequences, 4 from four sequences on.
 TEST(LegacyConfig, ColumnsPerGroupFollowTheMeasuredSweep) {
   auto cols = [](int64_t seqs, int hv) { return choose_config(128, 128, seqs, hv, kH200Sms, kH200Smem).cols_per_group; };

@@ -2,7 +2,7 @@
 // report of the family's one translation unit (cmake/keep-compiler-report.sh): every kernel it
 // compiled, per architecture, with its registers and spills. Each kernel must fit the registers of
 // the resident warps its plan budgets for (step/plan.h), since those budgets are the kernels'
-// performance contract (docs/notes/decode-mtp.md), and must not spill beyond the few measured
+// performance contract (kernels/step/README.md), and must not spill beyond the few measured
 // spills plan.h lists (kKnownSpills).
 #include <gtest/gtest.h>
 

@@ -51,7 +51,7 @@ inline std::string unsupported_reason(int K, int V, int64_t sequences, int value
 
 // Columns per group: fatter warps amortise the per-token loads, reductions and the tile
 // staging, but each warp's token loop is a latency chain, so the grid must still keep the
-// schedulers fed. Measured on an H200 (docs/notes/legacy-sm75.md): 4 columns once that still
+// schedulers fed. Measured on an H200 (sm75_legacy/README.md): 4 columns once that still
 // gives >= 6 warps per multiprocessor, 2 once it gives >= 3, else 1. smem_per_sm = 0: unknown
 // (large tiles).
 inline Config choose_config(int K, int V, int64_t sequences, int value_heads, int sm_count, int smem_per_sm = 0) {
