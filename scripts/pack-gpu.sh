@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds here (CPU-only is fine: every CUDA target is compiled) and packs what a GPU host needs
 # into ${PACK_DIR:-.carry/gdn} (and ${PACK_DIR}.tar.xz): the gdnbench binary and the GPU test
-# executables; scripts/gpu-session.sh unpacks the archive on the GPU host. The binary links cudart, yaml-cpp and libstdc++ statically and loads CUPTI at run time.
+# executables, for a GPU host that does not build. There, `GDNBENCH=.carry/gdn/bin/gdnbench
+# scripts/bench-gpu.sh SUITE...` runs the suites with it (unpacking the archive if the folder is
+# missing) and the GPU tests beside it. The binary links cudart, yaml-cpp and libstdc++ statically
+# and loads CUPTI at run time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh "$@"
@@ -9,7 +12,7 @@ PACK_DIR=${PACK_DIR:-.carry/gdn}
 rm -rf "$PACK_DIR" && mkdir -p "$PACK_DIR/bin"
 cp "${BUILD_DIR:-build}/gdnbench" "$PACK_DIR/bin/"
 # PACK_TESTS: which GPU test executables travel (a name glob; e.g. 'gpu_test_[pv]*' for prefill/sm90
-# work keeps the archive under the 64 MiB a call carries; '' packs none).
+# work keeps the archive small; '' packs none).
 if [ -n "${PACK_TESTS-gpu_test_*}" ]; then
   find "${BUILD_DIR:-build}/tests" -maxdepth 1 -type f -name "${PACK_TESTS-gpu_test_*}" -perm -u+x -exec cp {} "$PACK_DIR/bin/" \;
 fi

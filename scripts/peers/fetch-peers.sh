@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Downloads the peers' wheels (FLA, FlashQLA, FlashInfer, for the GPU host's Python 3.12) into the
 # git-ignored .peers/, installs each set into a staging folder there, and packs it into
-# .carry/peers/*.tar.xz so that every archive travels to the GPU host in one device call (64 MiB a
-# call, the working tree included). FlashInfer needs two archives: its CuTe-DSL compiler library
-# alone is ~51 MB after xz. scripts/gpu-session.sh peers-install unpacks whatever archives a call
-# carries into one site folder on the host.
+# .carry/peers/*.tar.xz, for a GPU host without a package index. Each archive stays under 60 MiB
+# for hosts that take files in limited sizes, so FlashInfer needs two: its CuTe-DSL compiler
+# library alone is ~51 MB after xz. `scripts/bench-gpu.sh peers-install` unpacks the archives into
+# one site folder on the host.
 #
 #   scripts/peers/fetch-peers.sh [fla] [flashqla] [flashinfer]     (default: all three)
 #
@@ -15,7 +15,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 work="$root/.peers"
 dest="$root/.carry/peers"
 mkdir -p "$work/wheels" "$dest"
-LIMIT=$((60 * 1024 * 1024))  # leave room for the tree (~3 MB) under the 64 MiB per call
+LIMIT=$((60 * 1024 * 1024))  # the largest archive a size-limited transfer takes with room to spare
 
 declare -A SETS=(
   [fla]="fla-core==0.6.0"
@@ -37,7 +37,7 @@ pack() {  # pack NAME DIR [tar args...]: DIR's files into $dest/NAME.tar.xz, wit
   local size
   size=$(stat -c %s "$dest/$name.tar.xz")
   echo "packed $dest/$name.tar.xz: $((size / 1024 / 1024)) MiB"
-  if ((size > LIMIT)); then echo "error: $name.tar.xz is over 60 MiB: it cannot travel in one device call" >&2; exit 1; fi
+  if ((size > LIMIT)); then echo "error: $name.tar.xz is over 60 MiB: split it as flashinfer is split" >&2; exit 1; fi
 }
 
 for set in "${@:-fla flashqla flashinfer}"; do

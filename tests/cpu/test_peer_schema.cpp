@@ -125,7 +125,7 @@ TEST_P(SampleReport, HeaderRoundTrips) {
   EXPECT_EQ(report_.config_path, "schema-test.yaml");
   EXPECT_FALSE(report_.host.hostname.empty());
   ASSERT_EQ(report_.devices.size(), 1u);
-  EXPECT_EQ(report_.devices[0].uuid, "GPU-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(report_.devices[0].uuid, "GPU-schema-test");
   EXPECT_EQ(report_.devices[0].arch(), 90);
   EXPECT_EQ(report_.devices[0].l2_bytes, 60ull << 20);
   EXPECT_EQ(report_.devices[0].driver_version, "13.0");

@@ -139,8 +139,13 @@ def list_plan(peer, args):
 
 
 def check_import(peer):
-    """Imports the peer as the harness does and prints its versions and unusable kernels."""
-    loaded = peer.load()
+    """Imports the peer as the harness does and prints its versions and unusable kernels; exit 1
+    with the import error and the install hint when it cannot be imported."""
+    try:
+        loaded = peer.load()
+    except ImportError as e:
+        print(f"{peer.name}: cannot import {peer.title} ({e}); {peer.install_hint}")
+        return 1
     print(f"{peer.name} {loaded.version}: " + ", ".join(f"{k} {v}" for k, v in loaded.harness.items()))
     for key, reason in (loaded.caps.items() if isinstance(loaded.caps, dict) else []):
         print(f"  unusable: {key}: {reason}")

@@ -169,7 +169,7 @@ class TorchOps:
         g, beta = self.t["g"].double(), self.t["beta"].double()
         hv = g.shape[-1]
         # Finite stand-ins for g = 0 (a = -inf) and beta = 1 (b = +inf): FlashInfer's mtp kernel
-        # turned softplus(-inf) into NaN on an H200 (2026-11-25). softplus(-30) = 9.4e-14 and
+        # turns softplus(-inf) into NaN (measured on an H200). softplus(-30) = 9.4e-14 and
         # sigmoid(30) = 1 - 9.4e-14 are 0 and 1 to fp32; the reference uses the values they give.
         a = torch.log(torch.expm1(-g)).clamp(min=-RAW_LIMIT)
         b = (torch.log(beta) - torch.log1p(-beta)).clamp(max=RAW_LIMIT)

@@ -1,4 +1,4 @@
-"""Reference results kept on disk across harness processes, so the peers of one session (FLA,
+"""Reference results kept on disk across harness processes, so the peers of one run (FLA,
 FlashQLA, FlashInfer, each its own process) walk the fp64 token loop of a point once between
 them: on the qwen35 sweep that loop is most of a peer's verification time (seconds per cell, up to
 about ten for a 32768-token sequence). Off unless GDN_PEER_REF_CACHE names a directory.

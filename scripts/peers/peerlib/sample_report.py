@@ -47,7 +47,7 @@ def schema_test_variant(peer):
 
 
 def build(peer):
-    devices = [{"index": 0, "name": "schema-test device (not a GPU)", "uuid": "GPU-00000000-0000-0000-0000-000000000000",
+    devices = [{"index": 0, "name": "schema-test device (not a GPU)", "uuid": "GPU-schema-test",
                 "cc_major": 9, "cc_minor": 0, "arch": 90, "sm_count": 132, "l2_bytes": 60 << 20,
                 "memory_bytes": 141 << 30, "memory_free_bytes": 140 << 30, "sm_clock_max_mhz": 1980,
                 "mem_clock_mhz": 2619, "mem_bus_width": 6144, "driver_version": "13.0", "runtime_version": "13.0",

@@ -177,7 +177,7 @@ def work_model(shape):
 
 # A peer's outputs are checked for correctness, not held to our accuracy: FLA's and FlashInfer's
 # chunked prefill round their intra-chunk operands to bf16 and measured o at 5.0-5.2e-3 relative
-# L2 on the standard inputs (H200, 2026-11-25), just above the 5e-3 of docs/method.md 4, while a wrong
+# L2 on the standard inputs (measured on an H200), just above the 5e-3 of docs/method.md 4, while a wrong
 # mapping (layout, head, gate) shows as errors of order 1. Peers pass at the loosest bound there.
 PEER_TOLERANCE = 1e-2
 
