@@ -1,9 +1,11 @@
-// Every script the README tells users to run exists and is executable (git mode 100755), and so
-// is every file under scripts/ that starts with "#!".
+// Every script the README tells users to run exists and is executable (git mode 100755), so is
+// every file under scripts/ that starts with "#!", and scripts/results.py's own tests pass.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -58,6 +60,20 @@ TEST(Scripts, EveryFileWithAShebangIsExecutable) {
     EXPECT_TRUE(executable(entry.path())) << fs::relative(entry.path(), kRoot).string() << " starts with #! but is not executable";
   }
   EXPECT_GE(checked, 5);
+}
+
+// scripts/results.py's own tests (tests/results/test_results.py, python3 only), one of which checks
+// that the committed docs/PERFORMANCE.md and README results block are what results/ generates.
+TEST(Scripts, ResultsToolTestsPass) {
+  if (std::system("python3 -c 'import sys; sys.exit(sys.version_info < (3, 8))' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 (>= 3.8) not found";
+  const fs::path log = fs::temp_directory_path() / ("results-tests.log." + std::to_string(::getpid()));
+  const std::string cmd = "python3 '" + (kRoot / "tests/results/test_results.py").string() + "' > '" + log.string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string out = read_text(log);
+  fs::remove(log);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\nOK"), std::string::npos) << out;
 }
 
 }  // namespace
