@@ -47,8 +47,8 @@ constexpr int kNoMinWarps = 0;             // step_kv_kernel: no bound, up to 25
 // fewer warps: decode_vk depth 4 (102 registers, 16 warps: 8-17 % slower), decode_kv depth 4
 // (unbounded: the tile stays widened at 230 registers), read_only_vk with 4 tiles (bf16:
 // 129.3 us against 143.9 with 2 tiles), the bf16 tensor-core update build (3b0359f). On
-// sm_80, sm_100 and sm_120 the family is built but has never been measured (no such device has
-// been lent): the sm_90 budgets spill there, recorded as they are. tests/cpu/
+// sm_80, sm_100 and sm_120 the family is built but has never been measured: the sm_90 budgets
+// spill there, recorded as they are. tests/cpu/
 // test_register_budgets.cpp fails on any other spill, or on more bytes than these.
 struct KnownSpill {
   int arch;  // sm_XX

@@ -1,5 +1,5 @@
 // Ours against the peers' reports (scripts/peers: FLA, FlashInfer, FlashQLA), row by row: the
-// same op, shape and mode, measured in one session on one device. A view of the records: one
+// same op, shape and mode, measured in one run on one device. A view of the records: one
 // section per op, one column per peer variant that has a record for a row of it, the fastest
 // verified peer and ours / best per row. Only verified (ok) and timed peer records give numbers.
 #pragma once

@@ -20,13 +20,13 @@ constexpr std::size_t kBufferBytes = 8u << 20;
 // Records kept between batches are bounded so an untimed run (verify only) cannot grow forever.
 constexpr std::size_t kMaxPendingRecords = 1u << 22;
 
-// The process-wide tracing session. Never destroyed: CUPTI may deliver buffers while the
+// The process-wide CUPTI tracer. Never destroyed: CUPTI may deliver buffers while the
 // process exits, after static destructors would have run.
-class CuptiSession {
+class CuptiTracer {
  public:
-  static CuptiSession& get() {
-    static CuptiSession* session = new CuptiSession;
-    return *session;
+  static CuptiTracer& get() {
+    static CuptiTracer* tracer = new CuptiTracer;
+    return *tracer;
   }
 
   bool start(std::string* why) {
@@ -110,7 +110,7 @@ class CuptiSession {
 
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
                                            size_t valid_bytes) {
-    CuptiSession& s = get();
+    CuptiTracer& s = get();
     {
       std::lock_guard<std::mutex> lock(s.records_mu_);
       CUpti_Activity* rec = nullptr;
@@ -165,12 +165,12 @@ class CuptiTimer final : public Timer {
 
   std::vector<Sample> measure(const SampleHooks& hooks, int n) override {
     if (n <= 0) return {};
-    CuptiSession& session = CuptiSession::get();
+    CuptiTracer& tracer = CuptiTracer::get();
     CUDA_CHECK(cudaStreamSynchronize(stream_));
-    session.flush(false);
-    session.take();  // whatever ran before this batch is not ours
-    session.take_api();
-    session.take_dropped();
+    tracer.flush(false);
+    tracer.take();  // whatever ran before this batch is not ours
+    tracer.take_api();
+    tracer.take_dropped();
     cudaGetLastError();  // a stale error from unrelated calls must not be blamed on this launch
 
     if (clock_) clock_->begin_batch(n);
@@ -179,34 +179,34 @@ class CuptiTimer final : public Timer {
       if (hooks.before) hooks.before();
       if (clock_) clock_->stamp_before(i);
       CUDA_CHECK(cudaStreamSynchronize(stream_));
-      windows[i].begin_ns = session.now();
+      windows[i].begin_ns = tracer.now();
       hooks.launch();
       check_launch("the timed variant");
       CUDA_CHECK(cudaStreamSynchronize(stream_));
-      windows[i].end_ns = session.now();
+      windows[i].end_ns = tracer.now();
       if (clock_) clock_->stamp_after(i);
     }
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     std::vector<double> mhz;
     if (clock_) mhz = clock_->read_mhz(n);
 
-    session.flush(false);
-    std::vector<KernelRecord> records = session.take();
-    std::vector<ApiRecord> api = session.take_api();
+    tracer.flush(false);
+    std::vector<KernelRecord> records = tracer.take();
+    std::vector<ApiRecord> api = tracer.take_api();
     assign_correlation_ranges(windows, api);
     auto groups = group_by_window(records, windows);
     if (!groups_look_complete(groups)) {
       // A default flush skips buffers CUPTI still considers open; force them out before
       // concluding that a sample really launched nothing.
-      session.flush(true);
-      std::vector<KernelRecord> more = session.take();
+      tracer.flush(true);
+      std::vector<KernelRecord> more = tracer.take();
       records.insert(records.end(), more.begin(), more.end());
-      std::vector<ApiRecord> more_api = session.take_api();
+      std::vector<ApiRecord> more_api = tracer.take_api();
       api.insert(api.end(), more_api.begin(), more_api.end());
       assign_correlation_ranges(windows, api);
       groups = group_by_window(records, windows);
     }
-    if (const uint64_t dropped = session.take_dropped()) {
+    if (const uint64_t dropped = tracer.take_dropped()) {
       throw runtime_error("CUPTI dropped " + std::to_string(dropped) +
                           " activity records during a timing batch; the samples would be incomplete");
     }
@@ -223,12 +223,12 @@ class CuptiTimer final : public Timer {
 }  // namespace
 
 bool start_cupti_tracing(std::string* why) {
-  // Checked before the cached session so that the variable works at any time.
+  // Checked before the cached tracer so that the variable works at any time.
   if (cupti_disabled_by_env()) {
     load_cupti(why);  // fills the "disabled by" message
     return false;
   }
-  return CuptiSession::get().start(why);
+  return CuptiTracer::get().start(why);
 }
 
 std::unique_ptr<Timer> make_cupti_timer(cudaStream_t stream, std::shared_ptr<SmClockProbe> clock, std::string* why) {

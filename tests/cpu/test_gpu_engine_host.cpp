@@ -103,7 +103,7 @@ Calibration sample_calibration(const std::string& uuid) {
 }
 
 TEST(Calibration, JsonRoundTripKeepsEveryFieldAndNaN) {
-  Calibration c = sample_calibration("GPU-00000000-0000-0000-0000-000000000001");
+  Calibration c = sample_calibration("GPU-test-calibration");
   c.bf16_flops_per_s = std::nan("");  // sm_75: no bf16 tensor cores
   const nlohmann::json j = to_json(c);
   EXPECT_TRUE(j.at("bf16_flops_per_s").is_number() || j.at("bf16_flops_per_s").is_null());
@@ -148,8 +148,8 @@ TEST_F(CalibrationCache, PathFollowsXdgCacheHome) {
 }
 
 TEST_F(CalibrationCache, EntriesAreKeptPerDeviceAndReplaced) {
-  const std::string a = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
-  const std::string b = "GPU-bbbbbbbb-0000-0000-0000-000000000000";
+  const std::string a = "GPU-test-device-a";
+  const std::string b = "GPU-test-device-b";
   EXPECT_FALSE(load_cached_calibration(a).has_value());
   std::string why;
   ASSERT_TRUE(save_calibration(sample_calibration(a), &why)) << why;
@@ -174,7 +174,7 @@ TEST_F(CalibrationCache, EntriesAreKeptPerDeviceAndReplaced) {
 }
 
 TEST_F(CalibrationCache, CorruptCacheCountsAsEmptyAndIsRepairedBySave) {
-  const std::string a = "GPU-aaaaaaaa-0000-0000-0000-000000000000";
+  const std::string a = "GPU-test-device-a";
   std::filesystem::create_directories(dir_ / "gdnbench");
   std::ofstream(dir_ / "gdnbench" / "calibration.json") << "{ not json";
   EXPECT_FALSE(load_cached_calibration(a).has_value());

@@ -43,7 +43,7 @@ TEST(HostPeak, MeasuredOncePerSize) {
 // The decode shapes of configs/default.yaml that printed 172.9 % (kv B=32), 127 % (vk B=32) and
 // 142 % (TP2 B=8) on a 16-core H200 host. None prints a figure above 100 %: each is below the peak
 // measured at its size, or, where its working set fits the host's caches (a 2-core development
-// host with 304 MiB of them measured 31-33 GB/s against a 30-31 GB/s in-place peak, 2026-11-26),
+// host with 304 MiB of them measured 31-33 GB/s against a 30-31 GB/s in-place peak),
 // gets no figure and the note that says why.
 TEST(HostRoofline, DecodeCasesThatOnceExceededThePeakNowStayBelowIt) {
   const auto cfg = parse_config(R"(

@@ -127,7 +127,7 @@ TEST(Runner, ResumeKeepsTheDevicesOfTheResumedReport) {
   auto first = tmp("devices-first.json");
   RunReport r1;
   DeviceInfo earlier;
-  earlier.index = 0, earlier.name = "NVIDIA H100 80GB HBM3", earlier.uuid = "GPU-11111111-0000-0000-0000-000000000000";
+  earlier.index = 0, earlier.name = "NVIDIA H100 80GB HBM3", earlier.uuid = "GPU-test-earlier";
   r1.devices = {earlier};
   auto o1 = quick(first);
   o1.variant_glob = "decode/cpu";
@@ -135,7 +135,7 @@ TEST(Runner, ResumeKeepsTheDevicesOfTheResumedReport) {
   ASSERT_EQ(run_sweep(cfg, o1, r1), kExitOk);
 
   DeviceInfo now = earlier;
-  now.uuid = "GPU-22222222-0000-0000-0000-000000000000";
+  now.uuid = "GPU-test-now";
   for (const auto& current : {std::vector<DeviceInfo>{now}, std::vector<DeviceInfo>{earlier}}) {
     auto o2 = quick(tmp("devices-second.json"));
     o2.resume_path = first;
