@@ -55,6 +55,13 @@
 # Exit status: 0 when every suite passed and every report is complete, 1 otherwise, 3 for an
 # unknown suite or setting.
 set -uo pipefail
+# Paths given in the environment are the caller's; the defaults are the repository's.
+caller=$PWD
+from_caller() { case $1 in /*) echo "$1" ;; *) echo "$caller/$1" ;; esac; }
+[ -n "${GDNBENCH:-}" ] && GDNBENCH=$(from_caller "$GDNBENCH")
+[ -n "${OUT_DIR:-}" ] && OUT_DIR=$(from_caller "$OUT_DIR")
+[ -n "${BUILD_DIR:-}" ] && BUILD_DIR=$(from_caller "$BUILD_DIR")
+[ -n "${PEER_ARCHIVES:-}" ] && PEER_ARCHIVES=$(from_caller "$PEER_ARCHIVES")
 cd "$(dirname "$0")/.." || exit 4
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }

@@ -86,7 +86,7 @@ TEST(BenchGpu, HelpListsEverySuite) {
   const std::string out = run("cd '" GDN_SOURCE_DIR "' && bash scripts/bench-gpu.sh --help 2>&1; echo \"exit $?\"");
   for (const char* suite : {"tests", "prefill-edge", "smoke", "decode", "mtp", "legacy", "prefill", "prefill-sample", "all",
                             "peers", "peers-warm", "peers-install"})
-    EXPECT_TRUE(std::regex_search(out, std::regex(std::string("\n  ") + suite + " ")) << suite << "\n" << out;
+    EXPECT_TRUE(std::regex_search(out, std::regex(std::string("\n  ") + suite + " "))) << suite << "\n" << out;
   EXPECT_NE(out.find("GDNBENCH "), std::string::npos) << out;
   EXPECT_NE(out.find("exit 0"), std::string::npos) << out;
 }
