@@ -28,8 +28,5 @@ gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)
 
 # Chunked prefill on tensor cores for Hopper (kernels/prefill/sm90/; sm_90a SASS only).
 gdn_add_kernels(prefill_sm90 SOURCES kernels/prefill/sm90/launch.cu kernels/prefill/sm90/plan.cpp
-                kernels/prefill/sm90/cp_plan.cpp kernels/prefill/sm90/workspace_buffer.cu ARCHS 90a-real RESOURCE_USAGE)
-if(GDNBENCH_SM90_TRACE)  # kernels/prefill/sm90/phase_trace.cuh
-  target_compile_definitions(k_prefill_sm90 PRIVATE GDN_V4_TRACE=1)
-endif()
+                kernels/prefill/sm90/cp_plan.cpp kernels/prefill/sm90/workspace_buffer.cpp ARCHS 90a-real RESOURCE_USAGE)
 gdn_add_variant(kernels/prefill/sm90.cpp)

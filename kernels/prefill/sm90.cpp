@@ -1,8 +1,10 @@
-// prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, a
-// registration of the kernels/prefill/sm90/ family (kernels v1, v2 and v3, host plan, notes). One
-// scan CTA per (value-column block, value head, sequence or segment); the fp32 state stays in
-// registers across the 64-token chunks. Design, estimates and what is left: docs/notes/prefill-sm90.md.
+// prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, the
+// registration of the kernels/prefill/sm90/ family (kernels, host plan, its knobs). One scan CTA per
+// (value-column block, value head, sequence or segment); the fp32 state stays in registers across
+// the 64-token chunks. Design: kernels/prefill/sm90/README.md.
 #include <cuda_runtime.h>
+
+#include <stdexcept>
 
 #include "core/registry.h"
 #include "prefill/op.h"
@@ -24,28 +26,50 @@ int device_sm_count() {
 
 int sm_count_or_default(int sms) { return sms > 0 ? sms : sm90::kDefaultSmCount; }
 
+// The plan of shape s (its plan spec over the default) on sms multiprocessors.
+sm90::Plan plan_of(const Shape& s, int sms) { return sm90::plan_for(sm90::Batch::of(s), sms, s.plan); }
+
+std::string supports(const Shape& s) {
+  if (auto why = sm90::unsupported_reason(s); !why.empty()) return why;
+  try {
+    return sm90::unrunnable_reason(sm90::Batch::of(s), plan_of(s, sm_count_or_default(device_sm_count())));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
 void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
-  const int sms = sm_count_or_default(ctx.sm_count);
-  sm90::launch(prefill::make_args(s, t, nullptr), sm90::plan_for(sm90::Batch::of(s), sms), ctx.stream);
+  sm90::launch(prefill::make_args(s, t, nullptr), plan_of(s, sm_count_or_default(ctx.sm_count)), ctx.stream);
 }
 
 std::string plan(const Shape& s) {
   const int sms = sm_count_or_default(device_sm_count());
-  const sm90::Batch b = sm90::Batch::of(s);
-  return sm90::plan_for(b, sms).describe(b, sms);
+  return plan_of(s, sms).describe(sm90::Batch::of(s), sms);
 }
 
-const VariantRegistration kRegistration{Variant{
-    "prefill/sm90", OpKind::prefill, Backend::cuda, 90, 90,
-    "chunked forward on tensor cores for sm_90a (mma.sync and wgmma): 64-token chunks, the gated intra-chunk inverse "
-    "(fp32 diagonal solves, TF32 merges), fp32 state in the registers of the warps owning its value columns; kernel v3 "
-    "(default) prepares every chunk in a "
-    "kernel of its own (A_g, P_g into a workspace), then scans the state through the chunks, q/k/v and the "
-    "prepared chunk staged by cp.async; few heads over long sequences are split into segments scanned in parallel "
-    "(context parallelism: each segment's exact start state from a K x K transition map, with a decay-driven "
-    "warm-up); dense h0/ht or a state pool by index; v1 and v2 (the preparation inside the scan) kept for A/B; "
-    "K = V = 128, bf16/f16 inputs",
-    sm90::unsupported_reason, launch, {}, false, plan}};
+Variant make_variant() {
+  Variant v;
+  v.name = "prefill/sm90";
+  v.op = OpKind::prefill;
+  v.backend = Backend::cuda;
+  v.min_arch = v.max_arch = 90;
+  v.description =
+      "chunked forward on tensor cores for sm_90a (mma.sync and wgmma): 64-token chunks, the gated intra-chunk inverse "
+      "(8 x 8 fp32 eliminations, f16 merges), fp32 state in the registers of the warps owning its value columns; two "
+      "schedules: two_pass prepares every chunk in a kernel of its own (A_g, P_g into a workspace), then scans the state "
+      "through the chunks, splitting few heads over long sequences into segments scanned in parallel (context "
+      "parallelism: each segment's exact start state from a K x K transition map, with a decay-driven warm-up); fused "
+      "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index; K = V = 128, bf16/f16 "
+      "inputs";
+  v.supports = supports;
+  v.launch = launch;
+  v.plan = plan;
+  v.knobs = sm90::plan_knobs();
+  v.check_plan = [](const std::string& spec) { return sm90::check_spec(spec); };
+  return v;
+}
+
+const VariantRegistration kRegistration{make_variant()};
 
 }  // namespace
 }  // namespace gdn

@@ -1,6 +1,7 @@
-// The host half of prefill/sm90 without a GPU: which block_v (and so grid and warps) each call
-// gets, the override for an A/B, the shapes it declines and why, the plan line reports record,
-// and the shared-memory layout the kernel and the launch agree on (kernels/prefill/sm90/).
+// The host half of prefill/sm90 without a GPU: the default plan each call gets (schedule,
+// block_v, split, grid), the plan specs of the `plan` axis (Shape::plan) and their knobs, the
+// shapes it declines and why, the plan line reports record, and the shared-memory layout the
+// kernels and the launch agree on (kernels/prefill/sm90/).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -21,6 +22,7 @@ namespace {
 
 using sm90::Batch;
 using sm90::Plan;
+using sm90::Schedule;
 
 Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v) {
   Shape s;
@@ -32,107 +34,108 @@ Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v) {
   return s;
 }
 
-// The default plan (any kernel) on 132 SMs.
+// The default plan on 132 SMs.
 Plan default_plan(std::vector<int64_t> lens, int h_qk, int h_v) { return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), 132); }
+// The plan of a spec on 132 SMs.
+Plan plan_of(const Batch& b, const std::string& spec) { return sm90::plan_for(b, 132, spec); }
 
-int block_v(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132, int kernel = sm90::kKernelV1) {
-  return sm90::choose(Batch::of(prefill(std::move(lens), h_qk, h_v)), sms, kernel).block_v;
-}
-int block_v2(std::vector<int64_t> lens, int h_qk, int h_v, int sms = 132) {
-  return block_v(std::move(lens), h_qk, h_v, sms, sm90::kKernelV2);
+Plan two_pass_at(int block_v) {
+  Plan p;
+  p.block_v = block_v;
+  return p;
 }
 
-TEST(Sm90Plan, DefaultIsV3WithV2sBlockVWhereOneWaveFits) {
+TEST(Sm90Plan, DefaultIsTwoPassAtTheSmallestBlockVWhoseGridFitsOneWave) {
   const Batch one = Batch::of(prefill({32768}, 16, 32));  // 128 CTAs at block_v 32
-  Plan v3_32{32, sm90::kKernelV3}, v3_64{64, sm90::kKernelV3};
-  v3_32.wgmma = v3_64.wgmma = true;  // wgmma where block_v is 64 or 128, mma.sync at 32
-  v3_32.inverse = v3_64.inverse = sm90::kInverseHier;  // v3's preparation inverts by the hier form
-  v3_32.prep_group = v3_64.prep_group = true;           // GVA 2, 513 and 130 slots x 16 q/k heads
-  v3_32.bulk_slot_writes = v3_64.bulk_slot_writes = true;  // 8208 and 2080 preparation CTAs: several waves
-  EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3), v3_32);  // unsplit; the default splits it (below)
-  EXPECT_FALSE(sm90::choose(one, 132, sm90::kKernelV3).wgmma_at(32));
-  EXPECT_EQ(sm90::choose(one, 132, sm90::kKernelV3).block_v, sm90::choose(one, 132, sm90::kKernelV2).block_v);
+  Plan at32 = two_pass_at(32), at64 = two_pass_at(64);
+  at32.prep_group = at64.prep_group = true;              // GVA 2, 513 and 130 slots x 16 q/k heads
+  at32.bulk_slot_writes = at64.bulk_slot_writes = true;  // 8208 and 2080 preparation CTAs: several waves
+  EXPECT_EQ(sm90::choose(one, 132, Schedule::two_pass), at32);  // unsplit; the default splits it (below)
+  EXPECT_FALSE(Plan::wgmma_at(32));
   const Batch two = Batch::of(prefill({4096, 4096}, 16, 32));  // 128 CTAs at block_v 64
-  EXPECT_EQ(sm90::choose(two, 132), v3_64);
-  EXPECT_TRUE(sm90::choose(two, 132).wgmma_at(64));
-  EXPECT_EQ(sm90::choose(two, 132, sm90::kKernelV3).block_v, sm90::choose(two, 132, sm90::kKernelV2).block_v);
+  EXPECT_EQ(sm90::choose(two, 132), at64);
+  EXPECT_TRUE(Plan::wgmma_at(64));
+  // Fewer SMs, fewer splits; an unknown count plans for an H100/H200.
+  auto block_v = [](std::vector<int64_t> lens, int h, int hv, int sms) {
+    return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), sms, Schedule::two_pass).block_v;
+  };
+  EXPECT_EQ(block_v({32768}, 16, 32, 100), 64);
+  EXPECT_EQ(block_v({32768}, 16, 32, 0), 32);
+  EXPECT_EQ(block_v({32768}, 2, 8, 132), 32);    // 32 CTAs (the split fills the rest: below)
+  EXPECT_EQ(block_v({2048}, 8, 24, 132), 32);    // 96 CTAs
+  EXPECT_EQ(block_v({32768}, 16, 48, 132), 64);  // 4 x 48 = 192 > 132: 2 x 48 = 96
+  // Zero-length sequences still get their CTAs (they copy h0 to ht).
+  const Batch zero_lengths = Batch::of(prefill({0, 5, 0}, 1, 4));
+  EXPECT_EQ(sm90::choose(zero_lengths, 132, Schedule::two_pass).ctas(zero_lengths), 4 * 3 * 4);
 }
 
-// Kernel v4 at block_v 128 by default where GVA is 1, v3 would not split, one CTA per (sequence,
-// value head) fills 0.9 of the SMs and no sequence is longer than twice the mean (H100, tenth
-// session: 0.81-0.83x v3 on the six such qwen35 cells), and at GVA 2 where that grid is 1.8 x the
-// SMs (twelfth session: 0.92-0.98x on 16/32 1024x8 and 4096x8); v3 everywhere else. An override naming a
-// field only v3 has starts from v3's choice.
-TEST(Sm90Plan, FusedV4WhereGvaIsOneAndItsGridFillsTheGpu) {
+// The fused schedule (block_v 128) by default where GVA is 1, two_pass would not split, one CTA per
+// (sequence, value head) fills 0.9 of the SMs and no sequence is longer than twice the mean (H100:
+// 0.81-0.83x two_pass on the six such qwen35 cells), and at GVA 2 where that grid is 1.8 x the SMs
+// (0.92-0.98x on 16/32 1024x8 and 4096x8); two_pass everywhere else. A spec naming a two-pass knob
+// starts from the two-pass plan.
+TEST(Sm90Plan, FusedWhereGvaIsOneOrTwoAndItsGridFillsTheGpu) {
   for (const auto& [lens, h] : std::vector<std::pair<std::vector<int64_t>, int>>{
            {std::vector<int64_t>(8, 1024), 16}, {std::vector<int64_t>(8, 4096), 16}, {std::vector<int64_t>(4, 8192), 32},
            {std::vector<int64_t>(4, 2048), 32}, {std::vector<int64_t>(8, 1024), 32}, {{5000, 3000, 4000, 4000}, 32}}) {
     const Plan p = default_plan(lens, h, h);
-    EXPECT_EQ(p.kernel, sm90::kKernelV4) << h << " heads, " << lens.size() << " sequences";
+    EXPECT_EQ(p.schedule, Schedule::fused) << h << " heads, " << lens.size() << " sequences";
     EXPECT_EQ(p.block_v, 128);
-    EXPECT_EQ(p.inverse, sm90::kInverseHier);
-    EXPECT_TRUE(p.pingpong_at(128));
+    EXPECT_TRUE(Plan::pingpong_at(p.block_v));
+    EXPECT_FALSE(p.pdl || p.prep_group || p.bulk_slot_writes || p.seg_chunks > 0);
   }
-  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 16).kernel, sm90::kKernelV3);    // 64 CTAs at 128
-  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 1024), 16, 32).kernel, sm90::kKernelV4);    // GVA 2, 256 CTAs
-  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 16, 32).kernel, sm90::kKernelV4);
-  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 8192), 16, 32).kernel, sm90::kKernelV3);    // GVA 2, one wave
-  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 32).kernel, sm90::kKernelV3);
-  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 8, 32).kernel, sm90::kKernelV3);     // GVA 4
-  EXPECT_EQ(default_plan({32768}, 16, 16).kernel, sm90::kKernelV3);                          // 16 CTAs, split
-  EXPECT_EQ(default_plan({30000, 100, 100, 100, 100, 100, 100, 100}, 32, 32).kernel, sm90::kKernelV3);  // one long chain
-  EXPECT_EQ(default_plan({2000, 1000, 1000, 1000}, 32, 32).kernel, sm90::kKernelV4);  // 1.6x the mean
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 16).schedule, Schedule::two_pass);  // 64 CTAs at 128
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 1024), 16, 32).schedule, Schedule::fused);     // GVA 2, 256 CTAs
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 16, 32).schedule, Schedule::fused);
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 8192), 16, 32).schedule, Schedule::two_pass);  // GVA 2, one wave
+  EXPECT_EQ(default_plan(std::vector<int64_t>(4, 2048), 16, 32).schedule, Schedule::two_pass);
+  EXPECT_EQ(default_plan(std::vector<int64_t>(8, 4096), 8, 32).schedule, Schedule::two_pass);   // GVA 4
+  EXPECT_EQ(default_plan({32768}, 16, 16).schedule, Schedule::two_pass);                       // 16 CTAs, split
+  EXPECT_EQ(default_plan({30000, 100, 100, 100, 100, 100, 100, 100}, 32, 32).schedule, Schedule::two_pass);  // one long chain
+  EXPECT_EQ(default_plan({2000, 1000, 1000, 1000}, 32, 32).schedule, Schedule::fused);  // 1.6x the mean
   // 119 CTAs of 132 is 0.9: in; 118 is not.
   const Batch in = Batch::of(prefill(std::vector<int64_t>(7, 1024), 17, 17)), out = Batch::of(prefill(std::vector<int64_t>(2, 1024), 59, 59));
-  EXPECT_TRUE(sm90::fused_v4_wins(in, sm90::choose(in, 132, sm90::kKernelV3), 132));
-  EXPECT_FALSE(sm90::fused_v4_wins(out, sm90::choose(out, 132, sm90::kKernelV3), 132));
+  EXPECT_TRUE(sm90::fused_wins(in, sm90::choose(in, 132, Schedule::two_pass), 132));
+  EXPECT_FALSE(sm90::fused_wins(out, sm90::choose(out, 132, Schedule::two_pass), 132));
   const Batch many = Batch::of(prefill(std::vector<int64_t>(8, 4096), 16, 16));
-  EXPECT_TRUE(test::contains(sm90::choose(many, 132).describe(many, 132), "kernel v4: fused")) << sm90::choose(many, 132).describe(many, 132);
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed");  // a v3 field: v3's choice, packed
-    const Plan p = sm90::plan_for(many, 132);
-    EXPECT_EQ(p.kernel, sm90::kKernelV3);
-    EXPECT_EQ(p.slot, sm90::kSlotPacked);
-  }
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v3");
-    EXPECT_EQ(sm90::plan_for(many, 132), sm90::choose(many, 132, sm90::kKernelV3));
-  }
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "wg_order=free");  // no v3 field: the default, v4
-    const Plan p = sm90::plan_for(many, 132);
-    EXPECT_EQ(p.kernel, sm90::kKernelV4);
-    EXPECT_FALSE(p.pingpong_at(128));
-  }
+  EXPECT_TRUE(test::contains(sm90::choose(many, 132).describe(many, 132), "fused: a preparation warpgroup"))
+      << sm90::choose(many, 132).describe(many, 132);
+  const Plan head = plan_of(many, "prep=head");  // a two-pass knob: the two-pass plan
+  EXPECT_EQ(head.schedule, Schedule::two_pass);
+  EXPECT_FALSE(head.prep_group);
+  EXPECT_EQ(plan_of(many, "schedule=two_pass"), sm90::choose(many, 132, Schedule::two_pass));
+  EXPECT_EQ(plan_of(many, "block_v=64").schedule, Schedule::two_pass);  // the fused kernel has block_v 128 only
+  EXPECT_EQ(plan_of(many, "pdl=off"), sm90::choose(many, 132));        // what the fused plan is already
+  EXPECT_EQ(plan_of(many, "block_v=128"), sm90::choose(many, 132));
 }
 
-// v3 after the one-wave rule: block_v 128 where several waves at 64 become fewer, fuller waves
+// two_pass after the one-wave rule: block_v 128 where several waves at 64 become fewer, fuller waves
 // (H200: 16/64 4096x8 1.810 -> 1.557 ms, 16/64 16384x2 1.807 -> 1.507, 16/32 1024x8 0.259 ->
 // 0.224), not where one wave of 128 CTAs at 64 would become 64 CTAs (16/32 16384x2 0.916 ->
 // 1.118, 16/64 1x32768 1.798 -> 2.201).
-int block_v3(std::vector<int64_t> lens, int h, int hv) {
-  return sm90::choose(Batch::of(prefill(lens, h, hv)), 132, sm90::kKernelV3).block_v;
+int two_pass_block_v(std::vector<int64_t> lens, int h, int hv) {
+  return sm90::choose(Batch::of(prefill(lens, h, hv)), 132, Schedule::two_pass).block_v;
 }
-TEST(Sm90Plan, V3TakesBlockV128WhereItShortensTheWaves) {
+TEST(Sm90Plan, TwoPassTakesBlockV128WhereItShortensTheWaves) {
   const std::vector<int64_t> eight(8, 4096), two(2, 16384), eight_small(8, 1024);
-  EXPECT_EQ(block_v3(eight, 16, 64), 128);
-  EXPECT_EQ(block_v3(eight, 16, 32), 128);
-  EXPECT_EQ(block_v3(eight, 8, 32), 128);
-  EXPECT_EQ(block_v3(two, 16, 64), 128);
-  EXPECT_EQ(block_v3(eight_small, 16, 32), 128);
-  EXPECT_EQ(block_v3(two, 16, 32), 64);   // 128 CTAs at 64: one wave
-  EXPECT_EQ(block_v3({32768}, 16, 64), 64);
-  EXPECT_EQ(block_v3(eight_small, 2, 8), 64);
-  EXPECT_EQ(block_v3({4096, 4096}, 16, 32), 64);
-  EXPECT_EQ(block_v3({32768}, 16, 32), 32);
-  EXPECT_TRUE(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).wgmma_at(128));
+  EXPECT_EQ(two_pass_block_v(eight, 16, 64), 128);
+  EXPECT_EQ(two_pass_block_v(eight, 16, 32), 128);
+  EXPECT_EQ(two_pass_block_v(eight, 8, 32), 128);
+  EXPECT_EQ(two_pass_block_v(two, 16, 64), 128);
+  EXPECT_EQ(two_pass_block_v(eight_small, 16, 32), 128);
+  EXPECT_EQ(two_pass_block_v(two, 16, 32), 64);  // 128 CTAs at 64: one wave
+  EXPECT_EQ(two_pass_block_v({32768}, 16, 64), 64);
+  EXPECT_EQ(two_pass_block_v(eight_small, 2, 8), 64);
+  EXPECT_EQ(two_pass_block_v({4096, 4096}, 16, 32), 64);
+  EXPECT_EQ(two_pass_block_v({32768}, 16, 32), 32);
+  EXPECT_TRUE(Plan::wgmma_at(sm90::choose(Batch::of(prefill(eight, 16, 64)), 132).block_v));
 }
 
 // The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
 // (prep_kernel.cuh; each CTA prepares its GVA value heads in turn; H100: 130-132 CTAs lose, 258 win).
-bool prep_group(std::vector<int64_t> lens, int h, int hv) {  // v3's choice (16/32 4096x8 is v4's)
+bool prep_group(std::vector<int64_t> lens, int h, int hv) {  // two_pass's choice (16/32 4096x8 is fused)
   const Batch b = Batch::of(prefill(lens, h, hv));
-  return sm90::choose_context_parallel(b, sm90::choose(b, 132, sm90::kKernelV3), 132).prep_group;
+  return sm90::choose_context_parallel(b, sm90::choose(b, 132, Schedule::two_pass), 132).prep_group;
 }
 TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsTwoOrMoreAndTheGridDeep) {
   const std::vector<int64_t> eight(8, 4096);
@@ -151,18 +154,19 @@ TEST(Sm90Plan, PreparationPerQkHeadWhereGvaIsTwoOrMoreAndTheGridDeep) {
   EXPECT_FALSE(prep_group({2048}, 4, 16));  // 33 x 4 = 132
   EXPECT_FALSE(prep_group({2048}, 2, 8));   // 33 x 2 = 66
   EXPECT_TRUE(prep_group({32768}, 2, 8));   // 513 x 2 = 1026
-  const Plan chosen{64, sm90::kKernelV3};
-  EXPECT_TRUE(sm90::apply_override(chosen, "prep=group").prep_group);
-  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "prep=group"), "prep=head").prep_group);
-  EXPECT_THROW(sm90::apply_override(chosen, "prep=warp"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,prep=group"), std::invalid_argument);
+  const Batch few = Batch::of(prefill({4096}, 2, 8));
+  ASSERT_FALSE(sm90::choose(few, 132).prep_group);
+  EXPECT_TRUE(plan_of(few, "prep=group").prep_group);
+  EXPECT_FALSE(plan_of(Batch::of(prefill(eight, 16, 64)), "prep=head").prep_group);
+  EXPECT_THROW(plan_of(few, "prep=warp"), std::invalid_argument);
+  EXPECT_THROW(plan_of(few, "schedule=fused,prep=group"), std::invalid_argument);
   const Batch b = Batch::of(prefill(eight, 16, 64));
   const std::string line = sm90::choose(b, 132).describe(b, 132);
   EXPECT_TRUE(test::contains(line, "(520 x 16 CTAs of 128 threads, one per q/k head")) << line;
 }
 
 // The slot written by bulk copies where the preparation's grid is more than one wave of four CTAs
-// per SM (528 on 132 SMs), else by every thread; slot_write overrides either way.
+// per SM (528 on 132 SMs), else by every thread; a spec's slot_write sets either.
 TEST(Sm90Plan, BulkSlotWritesWhereThePreparationHasSeveralWaves) {
   auto bulk = [](std::vector<int64_t> lens, int h, int hv) {
     return sm90::choose(Batch::of(prefill(std::move(lens), h, hv)), 132).bulk_slot_writes;
@@ -173,93 +177,56 @@ TEST(Sm90Plan, BulkSlotWritesWhereThePreparationHasSeveralWaves) {
   EXPECT_FALSE(bulk({8192}, 2, 8));                           // 129 x 2 = 258 (per q/k head)
   EXPECT_FALSE(bulk({2048}, 16, 32));                         // 33 x 16 = 528: one wave
   EXPECT_TRUE(bulk({4096}, 16, 32));                          // 65 x 16 = 1040
-  EXPECT_FALSE(sm90::choose(Batch::of(prefill({32768}, 16, 16)), 132, sm90::kKernelV1).bulk_slot_writes);
-  const Plan chosen = sm90::choose(Batch::of(prefill({2048}, 2, 8)), 132);
-  EXPECT_TRUE(sm90::apply_override(chosen, "slot_write=bulk").bulk_slot_writes);
-  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "slot_write=bulk"), "slot_write=threads").bulk_slot_writes);
-  EXPECT_FALSE(sm90::apply_override(sm90::apply_override(chosen, "slot_write=bulk"), "kernel=v1").bulk_slot_writes);
-  for (const char* bad : {"slot_write=tma", "kernel=v4,slot_write=bulk"})
-    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
+  EXPECT_FALSE(sm90::choose(Batch::of(prefill({32768}, 16, 16)), 132, Schedule::fused).bulk_slot_writes);
+  const Batch small = Batch::of(prefill({2048}, 2, 8)), deep = Batch::of(prefill({4096}, 16, 32));
+  EXPECT_TRUE(plan_of(small, "slot_write=bulk").bulk_slot_writes);
+  EXPECT_FALSE(plan_of(deep, "slot_write=threads").bulk_slot_writes);
+  EXPECT_FALSE(plan_of(small, "schedule=fused").bulk_slot_writes);
+  for (const char* bad : {"slot_write=tma", "schedule=fused,slot_write=bulk"})
+    EXPECT_THROW(plan_of(small, bad), std::invalid_argument) << bad;
   const Batch b = Batch::of(prefill({4096}, 16, 32));
-  EXPECT_TRUE(test::contains(sm90::choose(b, 132).describe(b, 132), "of full slots, written by bulk copies)"));
+  EXPECT_TRUE(test::contains(sm90::choose(b, 132).describe(b, 132), "MiB workspace, written by bulk copies)"));
 }
-
-TEST(Sm90Plan, V2BlockVIsTheSmallestWhoseGridFitsOneWaveElse64) {
-  EXPECT_EQ(block_v2({32768}, 2, 8), 32);
-  EXPECT_EQ(block_v2({32768}, 16, 32), 32);
-  EXPECT_EQ(block_v2({32768}, 16, 48), 64);
-  EXPECT_EQ(block_v2({4096, 4096}, 16, 32), 64);   // 128 CTAs
-  EXPECT_EQ(block_v2({28672, 4096}, 16, 64), 64);  // 256 CTAs: two waves (v1 takes 128)
-  EXPECT_EQ(block_v2({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64), 64);
-  EXPECT_EQ(block_v2({32768}, 16, 32, 0), 32);
-}
-
-TEST(Sm90Plan, BlockVIsTheSmallestWhoseGridFitsOneWave) {
-  // One sequence: 4 V-blocks of 32 per head while 4 x HV <= 132.
-  EXPECT_EQ(block_v({32768}, 2, 8), 32);    // 32 CTAs (the rest of the GPU idles until CP exists)
-  EXPECT_EQ(block_v({32768}, 16, 32), 32);  // 128 CTAs
-  EXPECT_EQ(block_v({2048}, 8, 24), 32);    // 96 CTAs
-  EXPECT_EQ(block_v({32768}, 16, 48), 64);  // 4 x 48 = 192 > 132: 2 x 48 = 96
-  EXPECT_EQ(block_v({32768}, 16, 64), 64);  // 128 CTAs
-  EXPECT_EQ(block_v({28672, 4096}, 16, 64), 128);  // 2 x 64 = 128 CTAs at 128 columns
-  EXPECT_EQ(block_v({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32), 128);  // 256 CTAs: two waves
-  // Fewer SMs, fewer splits; an unknown count plans for an H100/H200.
-  EXPECT_EQ(block_v({32768}, 16, 32, 100), 64);
-  EXPECT_EQ(block_v({32768}, 16, 32, 0), 32);
-  // Zero-length sequences still get their CTAs (they copy h0 to ht).
-  const Batch zero_lengths = Batch::of(prefill({0, 5, 0}, 1, 4));
-  EXPECT_EQ(sm90::choose(zero_lengths, 132, sm90::kKernelV1).ctas(zero_lengths), 4 * 3 * 4);
-}
-
 TEST(Sm90Plan, WarpsAndGridFollowBlockV) {
   const Batch b = Batch::of(prefill({100, 7}, 2, 8));
-  Plan p;
+  Plan p;  // the state warps, then four load warps
   p.block_v = 128;
-  EXPECT_EQ(p.warps(), 8);
+  EXPECT_EQ(p.warps(), 12);
   EXPECT_EQ(p.state_warps(), 8);
   EXPECT_EQ(p.ctas(b), 1 * 8 * 2);
   p.block_v = 64;
-  EXPECT_EQ(p.warps(), 4);
+  EXPECT_EQ(p.warps(), 8);
   EXPECT_EQ(p.state_warps(), 4);
   EXPECT_EQ(p.ctas(b), 2 * 8 * 2);
   p.block_v = 32;
-  EXPECT_EQ(p.warps(), 4);  // two own the state, all four share the chunk's preparation
-  EXPECT_EQ(p.state_warps(), 2);
-  EXPECT_EQ(p.ctas(b), 4 * 8 * 2);
-  // v2: the state warps, then four prep warps.
-  p.kernel = sm90::kKernelV2;
   EXPECT_EQ(p.warps(), 6);
   EXPECT_EQ(p.state_warps(), 2);
   EXPECT_EQ(p.ctas(b), 4 * 8 * 2);
-  p.block_v = 64;
-  EXPECT_EQ(p.warps(), 8);
-  EXPECT_EQ(p.state_warps(), 4);
+  p.seg_chunks = 1;  // one segment slot per 64 tokens, plus one per sequence
+  EXPECT_EQ(p.ctas(b), 4 * 8 * (107 / 64 + 2));
+  const Plan fused = sm90::choose(b, 132, Schedule::fused);  // the state warpgroups, then the preparation warpgroup
+  EXPECT_EQ(fused.warps(), 12);
+  EXPECT_EQ(fused.ctas(b), 8 * 2);
 }
 
 TEST(Sm90Plan, SharedMemoryFitsAHopperSm) {
-  constexpr int kSmemPerSm = 228 * 1024, kPerCtaReserve = 1024, kMaxPerCta = 227 * 1024;
+  constexpr int kMaxPerCta = 227 * 1024;
   for (int bv : {32, 64, 128}) {
-    Plan p;
-    p.block_v = bv;
+    const Plan p = two_pass_at(bv);
     EXPECT_LE(p.smem_bytes(), kMaxPerCta) << bv;
     EXPECT_GT(p.smem_bytes(), 48 * 1024) << bv;  // the launch raises the dynamic limit
   }
-  for (int bv : {32, 64}) {
-    const Plan v1{bv, sm90::kKernelV1}, v2{bv, sm90::kKernelV2};
-    EXPECT_LE(v2.smem_bytes(), kMaxPerCta) << bv;
-    EXPECT_GT(v2.smem_bytes(), v1.smem_bytes()) << bv;  // a third stage, two buffers
-  }
-  Plan small;
-  small.block_v = 32;
-  EXPECT_LE(2 * (small.smem_bytes() + kPerCtaReserve), kSmemPerSm) << "two block_v = 32 CTAs fit one SM";
+  const Plan fused = sm90::choose(Batch::of(prefill({100}, 1, 1)), 132, Schedule::fused);
+  EXPECT_LE(fused.smem_bytes(), kMaxPerCta);
+  EXPECT_GT(fused.smem_bytes(), two_pass_at(128).smem_bytes());  // the scan's layout plus lt
 }
 
 TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
   struct Build {
     int block_v, kernel, stages, buffers;
   };
-  for (const Build b : {Build{32, 1, 2, 1}, Build{64, 1, 2, 1}, Build{128, 1, 2, 1}, Build{32, 2, 3, 2}, Build{64, 2, 3, 2},
-                        Build{32, 3, 3, 3}, Build{64, 3, 3, 3}, Build{0, sm90::kPrepKernel, 1, 1}}) {
+  for (const Build b : {Build{32, sm90::kScanKernel, 3, 3}, Build{64, sm90::kScanKernel, 3, 3}, Build{128, sm90::kScanKernel, 3, 3},
+                        Build{128, sm90::kFusedKernel, 3, 3}, Build{0, sm90::kPrepKernel, 1, 1}}) {
     const int bv = b.block_v;
     const sm90::SmemLayout L(bv, b.kernel);
     EXPECT_EQ(L.stages, b.stages);
@@ -268,7 +235,7 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
       int at, bytes, align;
     };
     std::vector<Region> regions;
-    if (b.kernel != sm90::kKernelV3)  // v3's scan reads A_g from the workspace: no inverse
+    if (b.kernel != sm90::kScanKernel)  // the scan reads A_g from the workspace: no inverse
       regions = {{L.lt, sm90::kChunk * sm90::kLtStride * 4, 16}};
     if (b.kernel == sm90::kPrepKernel) {
       // L and P_g are written over q and k once the products are in registers: q and k are
@@ -302,7 +269,6 @@ TEST(Sm90Plan, LayoutRegionsAreDisjointAndAligned) {
 }
 
 // The kernels' ldmatrix addresses (lane_offsets.h) against qk_offset of the rows fragments.cuh's
-// a_rows / b_rows / bt_rows name, for every lane, k-step and tile, on a 1024-byte aligned base.
 TEST(Sm90Plan, LaneOffsetsGiveTheSwizzledAddresses) {
   for (const uint32_t base : {0u, 1024u, 7u * 1024u}) {
     for (int lane = 0; lane < 32; ++lane) {
@@ -367,88 +333,56 @@ TEST(Sm90Plan, DeclinesWhatItCannotRunWithTheReason) {
   other.gate = GateForm::raw, other.layout = Layout::vk, other.l2norm = false, other.has_h0 = false;
   EXPECT_EQ(sm90::unsupported_reason(other), "");
 }
-
-TEST(Sm90Plan, OverrideReplacesBlockVAndRejectsTheRest) {
-  Plan chosen;
-  chosen.block_v = 32;
-  EXPECT_EQ(sm90::apply_override(chosen, "block_v=128").block_v, 128);
-  EXPECT_EQ(sm90::apply_override(chosen, "block_v=64").block_v, 64);
-  EXPECT_EQ(sm90::apply_override(chosen, "").block_v, 32);
-  EXPECT_THROW(sm90::apply_override(chosen, "block_v=48"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "warps=4"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "block_v"), std::invalid_argument);
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v1").kernel, sm90::kKernelV1);
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v2,block_v=64"), (Plan{64, sm90::kKernelV2}));
-  EXPECT_EQ(sm90::apply_override(chosen, "block_v=64,kernel=v1"), (Plan{64, sm90::kKernelV1}));
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v3,block_v=64"), (Plan{64, sm90::kKernelV3}));
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v4"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,block_v=128"), std::invalid_argument);  // no such kernel
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,block_v=128"), std::invalid_argument);  // chosen: mma.sync
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v2,"), std::invalid_argument);
-  // wgmma: kernel v3 only, used by the passes at block_v 64 (the plan line says which).
-  const Plan wg = sm90::apply_override(chosen, "kernel=v3,block_v=64,mma=wgmma");
-  EXPECT_TRUE(wg.wgmma);
-  EXPECT_TRUE(wg.wgmma_at(64));
-  EXPECT_FALSE(wg.wgmma_at(32));
-  EXPECT_FALSE(sm90::apply_override(wg, "mma=sync").wgmma);
-  EXPECT_NE(wg, (Plan{64, sm90::kKernelV3}));
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,mma=wgmma"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v3,mma=tcgen05"), std::invalid_argument);
-  EXPECT_FALSE(sm90::apply_override(wg, "kernel=v1").wgmma);  // another kernel drops it
-  // block_v 128 in v3: two state warpgroups, on wgmma only (override; choose() stops at 64).
-  const Plan wide = sm90::apply_override(chosen, "kernel=v3,block_v=128,mma=wgmma");
+TEST(Sm90Plan, PlanSpecSetsItsKnobsAndRejectsTheRest) {
+  const Batch b = Batch::of(prefill({32768}, 16, 32));  // the default: two_pass, split at block_v 128
+  EXPECT_EQ(plan_of(b, ""), sm90::choose(b, 132));
+  EXPECT_EQ(sm90::check_spec(""), "");
+  EXPECT_EQ(plan_of(b, "block_v=64").block_v, 64);
+  const Plan unsplit = plan_of(b, "cp=off");
+  EXPECT_EQ(unsplit, sm90::choose(b, 132, Schedule::two_pass));  // the unsplit plan's own block_v (32)
+  const Plan wide = plan_of(b, " cp = off , block_v=128 ");  // spaces around knobs and values are fine
   EXPECT_EQ(wide.block_v, 128);
-  EXPECT_TRUE(wide.wgmma_at(128));
+  EXPECT_EQ(wide.seg_chunks, 0);
   EXPECT_EQ(wide.warps(), 12);
-  EXPECT_THROW(sm90::apply_override(wide, "mma=sync"), std::invalid_argument);
-  const Batch b = Batch::of(prefill({32768}, 16, 32));
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "block_v=128");
-    const Plan p = sm90::plan_for(b, 132);  // the default kernel v3 on wgmma: two state warpgroups
-    EXPECT_EQ(p.block_v, 128);
-    EXPECT_TRUE(p.wgmma_at(128));
-    EXPECT_TRUE(test::contains(p.describe(b, 132), "two warpgroups")) << p.describe(b, 132);
+  EXPECT_TRUE(test::contains(wide.describe(b, 132), "two warpgroups")) << wide.describe(b, 132);
+  const Plan fused = plan_of(b, "schedule=fused");
+  EXPECT_EQ(fused.schedule, Schedule::fused);
+  EXPECT_EQ(fused.block_v, 128);
+  EXPECT_EQ(fused.seg_chunks, 0);
+  EXPECT_EQ(plan_of(b, "schedule=fused,block_v=128,cp=off"), fused);
+  for (const char* bad : {"block_v=48", "warps=4", "block_v", "block_v=64,", ",", "block_v=64,block_v=32", "schedule=v3",
+                          "kernel=v1", "mma=sync", "slot=packed", "inverse=tf32", "wg_order=free", "schedule=fused,block_v=64",
+                          "schedule=fused,cp=8", "schedule=fused,cp_block_v=32", "schedule=fused,pdl=off", "cp=0", "cp=", "cp=x",
+                          "cp=-4", "cp=65537", "cp=99999999999", "cp_block_v=128", "cp_block_v=16", "pdl=yes"}) {
+    EXPECT_THROW(plan_of(b, bad), std::invalid_argument) << bad;
+    EXPECT_NE(sm90::check_spec(bad), "") << bad;
   }
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v1,block_v=128");
-    EXPECT_EQ(sm90::plan_for(b, 132), (Plan{128, sm90::kKernelV1}));
-  }
-  {  // the kernel alone: that kernel's own choice of block_v
-    const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
-    test::ScopedEnv v1("GDNBENCH_SM90_PLAN", "kernel=v1");
-    EXPECT_EQ(sm90::plan_for(many, 132), (Plan{128, sm90::kKernelV1}));
-    test::ScopedEnv v2("GDNBENCH_SM90_PLAN", "kernel=v2");
-    EXPECT_EQ(sm90::plan_for(many, 132), (Plan{64, sm90::kKernelV2}));
-  }
-  EXPECT_EQ(sm90::plan_for(b, 132), sm90::choose(b, 132));
+  // The message names the spec, the knob and what it takes.
+  EXPECT_TRUE(test::contains(sm90::check_spec("block_v=48"), "prefill/sm90 plan 'block_v=48': block_v=48: expected 32|64|128"))
+      << sm90::check_spec("block_v=48");
+  EXPECT_TRUE(test::contains(sm90::check_spec("kernel=v1"), "unknown knob 'kernel' (knobs: schedule, block_v, cp, cp_block_v, prep, "
+                                                               "slot_write, pdl)"))
+      << sm90::check_spec("kernel=v1");
+  EXPECT_TRUE(test::contains(sm90::check_spec("cp=x"), "cp=x: cp takes off or a number of chunks per segment")) << sm90::check_spec("cp=x");
+  EXPECT_TRUE(test::contains(sm90::check_spec("pdl=on,pdl=off"), "knob 'pdl' given twice"));
 }
 
-TEST(Sm90Plan, ContextParallelOverride) {
-  Plan v3{32, sm90::kKernelV3};
-  EXPECT_EQ(sm90::apply_override(v3, "cp=8").seg_chunks, 8);
-  EXPECT_EQ(sm90::apply_override(v3, "cp=8,cp_block_v=32").cp_block_v, 32);
-  EXPECT_EQ(sm90::apply_override(v3, "cp=1").seg_chunks, 1);
-  Plan split = v3;
-  split.seg_chunks = 16;
-  EXPECT_EQ(sm90::apply_override(split, "cp=off").seg_chunks, 0);
-  EXPECT_EQ(sm90::apply_override(split, "").seg_chunks, 16);
-  EXPECT_EQ(sm90::apply_override(split, "kernel=v1").seg_chunks, 0);  // v1 has no split
-  for (const char* bad : {"cp=0", "cp=", "cp=x", "cp=-4", "cp=65537", "cp=99999999999", "cp_block_v=128", "cp_block_v=16"})
-    EXPECT_THROW(sm90::apply_override(v3, bad), std::invalid_argument) << bad;
-  EXPECT_THROW(sm90::apply_override(v3, "kernel=v2,cp=4"), std::invalid_argument);
-  try {
-    sm90::apply_override(v3, "cp=x");
-  } catch (const std::invalid_argument& e) {
-    EXPECT_TRUE(test::contains(e.what(), "cp=x")) << e.what();
-  }
+TEST(Sm90Plan, ContextParallelBySpec) {
   const Batch one = Batch::of(prefill({32768}, 2, 8));
-  test::ScopedEnv env("GDNBENCH_SM90_PLAN", "cp=off");
-  EXPECT_EQ(sm90::plan_for(one, 132).seg_chunks, 0);
-  test::ScopedEnv env2("GDNBENCH_SM90_PLAN", "kernel=v3,cp=32,cp_block_v=32");
-  const Plan p = sm90::plan_for(one, 132);
+  EXPECT_GT(sm90::choose(one, 132).seg_chunks, 0);
+  EXPECT_EQ(plan_of(one, "cp=off").seg_chunks, 0);
+  EXPECT_EQ(plan_of(one, "cp=8").seg_chunks, 8);
+  EXPECT_EQ(plan_of(one, "cp=1").seg_chunks, 1);
+  const Plan p = plan_of(one, "cp=32,cp_block_v=32");
   EXPECT_EQ(p.seg_chunks, 32);
   EXPECT_EQ(p.cp_block_v, 32);
   EXPECT_EQ(p.ctas(one), int64_t(p.v_blocks(128)) * 8 * (32768 / (64 * 32) + 1));
+  EXPECT_TRUE(test::contains(p.describe(one, 132), "transition pass on mma.sync")) << p.describe(one, 132);
+  // A split on a shape whose default is fused: the two-pass plan, split.
+  const Batch many = Batch::of(prefill(std::vector<int64_t>(8, 4096), 16, 16));
+  const Plan split = plan_of(many, "cp=8");
+  EXPECT_EQ(split.schedule, Schedule::two_pass);
+  EXPECT_EQ(split.seg_chunks, 8);
 }
 
 // The split is chosen by the modelled time (plan.h): few heads over one long sequence split (the
@@ -456,13 +390,13 @@ TEST(Sm90Plan, ContextParallelOverride) {
 TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   const Plan few = default_plan({32768}, 2, 8);
   EXPECT_GT(few.seg_chunks, 0);
-  EXPECT_EQ(few.kernel, sm90::kKernelV3);
+  EXPECT_EQ(few.schedule, Schedule::two_pass);
   const Batch b = Batch::of(prefill({32768}, 2, 8));
   Plan off = few;
   off.seg_chunks = 0;
   EXPECT_LT(sm90::modeled_scan_us(b, few, 132), 0.9 * sm90::modeled_scan_us(b, off, 132));
   // Unsplit: 32 CTAs of 512 chunks at 1.80 us, plus a CTA's own 5 us.
-  EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, sm90::kKernelV3), 132), 512 * 1.80 + 5, 1e-6);
+  EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, Schedule::two_pass), 132), 512 * 1.80 + 5, 1e-6);
   EXPECT_GT(default_plan({8192}, 2, 8).seg_chunks, 0);
   EXPECT_GT(default_plan({28672, 4096}, 2, 8).seg_chunks, 0);
   EXPECT_EQ(default_plan({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64).seg_chunks, 0);
@@ -486,28 +420,27 @@ TEST(Sm90Plan, ContextParallelWhereTheGridIsThin) {
   EXPECT_FALSE(test::contains(off.describe(b, 132), "context parallel"));
 }
 
-// Programmatic dependent launches: v3's kernels after the preparation where it splits or the
-// preparation is one wave, said in the plan line; pdl=on|off by override; no other kernel (a single
-// launch) takes them.
-TEST(Sm90Plan, ProgrammaticDependentsInKernelV3) {
+// Programmatic dependent launches: the two-pass kernels after the preparation where the plan splits
+// or the preparation is one wave, said in the plan line; pdl=on|off by spec; the fused schedule (a
+// single launch) takes none.
+TEST(Sm90Plan, ProgrammaticDependentsInTheTwoPassSchedule) {
   const Batch b = Batch::of(prefill({2048}, 2, 8));
   const Plan chosen = sm90::choose(b, 132);
-  ASSERT_EQ(chosen.kernel, sm90::kKernelV3);
+  ASSERT_EQ(chosen.schedule, Schedule::two_pass);
   EXPECT_TRUE(chosen.pdl);
   EXPECT_TRUE(test::contains(chosen.describe(b, 132), "each kernel after the first a programmatic dependent"))
       << chosen.describe(b, 132);
-  const Plan off = sm90::apply_override(chosen, "pdl=off");
+  const Plan off = plan_of(b, "pdl=off");
   EXPECT_FALSE(off.pdl);
   EXPECT_NE(off, chosen);
   EXPECT_FALSE(test::contains(off.describe(b, 132), "programmatic"));
-  EXPECT_EQ(sm90::apply_override(off, "pdl=on"), chosen);
-  EXPECT_FALSE(sm90::apply_override(chosen, "kernel=v4,block_v=64").pdl);
-  EXPECT_FALSE(sm90::choose(b, 132, sm90::kKernelV1).pdl);
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,pdl=on"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "pdl=yes"), std::invalid_argument);
+  EXPECT_EQ(plan_of(b, "pdl=on"), chosen);
+  EXPECT_FALSE(plan_of(b, "schedule=fused").pdl);
   const Batch wide = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 16));
-  ASSERT_EQ(sm90::choose(wide, 132).kernel, sm90::kKernelV4);
+  ASSERT_EQ(sm90::choose(wide, 132).schedule, Schedule::fused);
   EXPECT_FALSE(sm90::choose(wide, 132).pdl);
+  EXPECT_EQ(plan_of(wide, "pdl=on").schedule, Schedule::two_pass);  // pdl=on names the two-pass schedule
+  EXPECT_TRUE(plan_of(wide, "pdl=on").pdl);
   const Batch deep = Batch::of(prefill({8192, 8192, 8192, 8192}, 16, 32));  // 516 x 16 preparation CTAs, unsplit
   ASSERT_EQ(sm90::choose(deep, 132).seg_chunks, 0);
   EXPECT_FALSE(sm90::choose(deep, 132).pdl);
@@ -517,120 +450,43 @@ TEST(Sm90Plan, ProgrammaticDependentsInKernelV3) {
   EXPECT_TRUE(split.pdl);
 }
 
-// Kernel v4 (fused, override only): block_v 64 or 128 on wgmma, no split, no workspace; plan_for
-// picks its own block_v (one wave at 64, else 128).
-TEST(Sm90Plan, FusedV4Override) {
+// The fused schedule by spec: block_v 128 on wgmma, no split, no workspace.
+TEST(Sm90Plan, FusedBySpec) {
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 64));
   const Batch few = Batch::of(prefill({4096}, 2, 8));
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "kernel=v4");
-    const Plan p = sm90::plan_for(many, 132), q = sm90::plan_for(few, 132);
-    EXPECT_EQ(p.kernel, sm90::kKernelV4);
-    EXPECT_EQ(p.block_v, 128);  // 1024 CTAs at 64: no wave fits, so one CTA per head
-    EXPECT_TRUE(p.wgmma_at(128));
-    EXPECT_EQ(p.seg_chunks, 0);
-    EXPECT_EQ(q.block_v, 64);  // 16 CTAs at 64 fit one wave
-    EXPECT_EQ(p.warps(), 12);
-    EXPECT_EQ(p.ctas(many), 64 * 8);
-    EXPECT_LE(p.smem_bytes(), 227 * 1024);
-    const std::string line = p.describe(many, 132);
-    EXPECT_TRUE(test::contains(line, "kernel v4: fused")) << line;
-    EXPECT_TRUE(test::contains(line, "setmaxnreg 192 / 120")) << line;
-    EXPECT_FALSE(test::contains(line, "MiB workspace")) << line;
-  }
-  const Plan chosen = sm90::choose(many, 132);
-  for (const char* bad : {"kernel=v4,block_v=32", "kernel=v4,mma=sync", "kernel=v4,cp=8", "kernel=v4,prep=group", "kernel=v5"})
-    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,block_v=64").block_v, 64);
-  EXPECT_TRUE(sm90::apply_override(chosen, "kernel=v4,block_v=64").wgmma_at(64));
+  const Plan p = plan_of(many, "schedule=fused"), q = plan_of(few, "schedule=fused");
+  EXPECT_EQ(p.schedule, Schedule::fused);
+  EXPECT_EQ(p.block_v, 128);
+  EXPECT_EQ(q.block_v, 128);
+  EXPECT_EQ(p.seg_chunks, 0);
+  EXPECT_EQ(p.warps(), 12);
+  EXPECT_EQ(p.ctas(many), 64 * 8);
+  EXPECT_LE(p.smem_bytes(), 227 * 1024);
+  const std::string line = p.describe(many, 132);
+  EXPECT_TRUE(test::contains(line, "fused: a preparation warpgroup one chunk ahead")) << line;
+  EXPECT_TRUE(test::contains(line, "setmaxnreg 192 / 120, one wgmma group in flight, issuing in turn (ping-pong)")) << line;
+  EXPECT_TRUE(test::contains(line, "the inverse by 8 x 8 eliminations and f16 merges")) << line;
+  EXPECT_FALSE(test::contains(line, "MiB workspace")) << line;
 }
 
-// The turns of block_v 128's two state warpgroups (ping-pong): chosen for v3 and v4, in force only
-// at block_v 128 on wgmma, said in the plan line; wg_order=free turns them off, and no other kernel
-// takes them.
+// The turns of block_v 128's two state warpgroups (ping-pong): in force at block_v 128 in both
+// schedules, said in the plan line; one warpgroup (block_v 64) has none.
 TEST(Sm90Plan, WarpgroupTurnsAtBlockV128) {
   const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
-  const Plan chosen = sm90::choose(many, 132, sm90::kKernelV3);  // (the default there is v4)
+  const Plan chosen = sm90::choose(many, 132, Schedule::two_pass);  // (the default there is fused)
   ASSERT_EQ(chosen.block_v, 128);
-  EXPECT_TRUE(chosen.pingpong_at(128));
+  EXPECT_TRUE(Plan::pingpong_at(128));
+  EXPECT_FALSE(Plan::pingpong_at(64));
   EXPECT_TRUE(test::contains(chosen.describe(many, 132), "setmaxnreg 208 / 88, issuing in turn (ping-pong)"))
       << chosen.describe(many, 132);
-  const Plan free = sm90::apply_override(chosen, "wg_order=free");
-  EXPECT_FALSE(free.pingpong_at(128));
-  EXPECT_FALSE(test::contains(free.describe(many, 132), "ping-pong")) << free.describe(many, 132);
-  EXPECT_NE(free, chosen);
-  EXPECT_EQ(sm90::apply_override(free, "wg_order=pingpong"), chosen);
-  // At block_v 64 (one warpgroup) the flag changes nothing, so the plans are equal.
-  const Plan at64 = sm90::apply_override(chosen, "block_v=64");
-  EXPECT_FALSE(at64.pingpong_at(64));
-  EXPECT_EQ(sm90::apply_override(at64, "wg_order=free"), at64);
-  const Plan v4 = sm90::apply_override(chosen, "kernel=v4,block_v=128");
-  EXPECT_TRUE(v4.pingpong_at(128));
-  EXPECT_TRUE(test::contains(v4.describe(many, 132), "setmaxnreg 192 / 120, one wgmma group in flight, issuing in turn"))
-      << v4.describe(many, 132);
-  EXPECT_FALSE(sm90::apply_override(chosen, "kernel=v1,block_v=128").pingpong);
-  EXPECT_THROW(sm90::apply_override(chosen, "kernel=v1,wg_order=pingpong"), std::invalid_argument);
-  EXPECT_THROW(sm90::apply_override(chosen, "wg_order=alternate"), std::invalid_argument);
-}
-
-// The slot's forms and the inverse's forms: kernel v3 only; the hier inverse is chosen (ninth
-// session), the packed and lean slots and the other inverses by override only, each key replacing
-// its field alone; the plan line says which.
-TEST(Sm90Plan, SlotAndInverseOverrides) {
-  const Batch many = Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32));
-  const Plan chosen = sm90::choose(many, 132, sm90::kKernelV3);  // (the default there is v4)
-  EXPECT_EQ(chosen.slot, sm90::kSlotFull);
-  EXPECT_EQ(chosen.inverse, sm90::kInverseHier);
-  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV1).inverse, sm90::kInverseTf32);  // v1, v2 keep TF32
-  EXPECT_EQ(sm90::choose(many, 132, sm90::kKernelV4).inverse, sm90::kInverseHier);  // v4 takes hier (tenth session)
-  const Plan packed = sm90::apply_override(chosen, "slot=packed");
-  EXPECT_EQ(packed.slot, sm90::kSlotPacked);
-  EXPECT_EQ(packed.inverse, sm90::kInverseHier);
-  EXPECT_EQ(packed.block_v, chosen.block_v);
-  EXPECT_FALSE(packed == chosen);
-  EXPECT_EQ(sm90::apply_override(packed, "slot=full").slot, sm90::kSlotFull);
-  const Plan both = sm90::apply_override(chosen, "inverse=f16,slot=packed,prep=group");
-  EXPECT_TRUE(both.slot == sm90::kSlotPacked && both.prep_group);
-  EXPECT_EQ(both.inverse, sm90::kInverseF16);
-  EXPECT_EQ(sm90::apply_override(both, "inverse=tf32").inverse, sm90::kInverseTf32);
-  EXPECT_EQ(sm90::apply_override(both, "inverse=hier").inverse, sm90::kInverseHier);
-  EXPECT_TRUE(test::contains(sm90::apply_override(both, "inverse=hier").describe(many, 132),
-                             "the inverse by 8 x 8 eliminations and f16 merges"));
-  const std::string line = both.describe(many, 132);
-  EXPECT_TRUE(test::contains(line, "the inverse by 16 x 16 solves and f16 merges")) << line;
-  // 32768 tokens, 8 sequences: 520 slots x 32 heads of 10112 bytes.
-  EXPECT_TRUE(test::contains(line, "160.5 MiB workspace of packed slots")) << line;
-  for (const char* bad : {"slot=half", "inverse=bf16", "merges=f16", "kernel=v1,slot=packed", "kernel=v4,inverse=f16",
-                          "kernel=v2,inverse=hier", "kernel=v2,slot=packed", "kernel=v4,slot=packed", "kernel=v4,slot=lean",
-                          "slot=lean,inverse=f16", "prep_ctas=5"})
-    EXPECT_THROW(sm90::apply_override(chosen, bad), std::invalid_argument) << bad;
-  // The lean slot: A_g and the vectors, P_g made by the scan; 520 slots x 32 heads of 10368 bytes.
-  const Plan lean = sm90::apply_override(chosen, "slot=lean");
-  EXPECT_EQ(lean.slot, sm90::kSlotLean);
-  EXPECT_FALSE(lean == chosen);
-  EXPECT_TRUE(test::contains(lean.describe(many, 132), "164.5 MiB workspace of lean (P_g made by the scan's load warps) slots"))
-      << lean.describe(many, 132);
-  EXPECT_EQ(sm90::apply_override(lean, "slot=packed").slot, sm90::kSlotPacked);  // one form at a time
-  EXPECT_EQ(sm90::apply_override(packed, "slot=lean").slot, sm90::kSlotLean);
-  EXPECT_EQ(sm90::apply_override(lean, "slot=full").slot, sm90::kSlotFull);
-  EXPECT_EQ(sm90::apply_override(lean, "kernel=v1").slot, sm90::kSlotFull);
-  EXPECT_EQ(sm90::apply_override(packed, "kernel=v1").slot, sm90::kSlotFull);  // another kernel drops them
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4,inverse=tf32").inverse, sm90::kInverseTf32);  // v4 takes tf32 when named
-  EXPECT_EQ(sm90::apply_override(chosen, "kernel=v4").inverse, sm90::kInverseHier);
-  EXPECT_EQ(sm90::apply_override(sm90::apply_override(chosen, "inverse=tf32"), "kernel=v4").inverse, sm90::kInverseHier);
+  const std::string at64 = plan_of(many, "block_v=64").describe(many, 132);
+  EXPECT_TRUE(test::contains(at64, "wgmma (the state warps one warpgroup), f16 operands")) << at64;
+  EXPECT_FALSE(test::contains(at64, "ping-pong")) << at64;
   EXPECT_TRUE(test::contains(chosen.describe(many, 132), "KiB smem, 4 per SM")) << chosen.describe(many, 132);
-  {
-    test::ScopedEnv env("GDNBENCH_SM90_PLAN", "slot=packed,inverse=hier");
-    const Plan p = sm90::plan_for(many, 132);
-    EXPECT_EQ(p.slot, sm90::kSlotPacked);
-    EXPECT_EQ(p.inverse, sm90::kInverseHier);
-    EXPECT_EQ(p.block_v, chosen.block_v);
-    EXPECT_EQ(p.prep_group, chosen.prep_group);
-  }
 }
 
 // Few long sequences over many value heads split at block_v 128 (two state warpgroups), the
-// transition pass at 64. H200 (docs/notes/prefill-sm90.md, "The split re-measured"), ms: 16/32
+// transition pass at 64. H200, ms: 16/32
 // 1x32768 1.300 unsplit at block_v 32 -> 1.014; 8/32 1.181 -> 0.896; 32/32 1.297 -> 1.024. The
 // model matches those scans: 921 us unsplit, 633 us split (371 + 235 + 27).
 TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
@@ -642,7 +498,7 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
     EXPECT_EQ(p.cp_block_v, 64) << h << "/" << hv;
     EXPECT_TRUE(p.wgmma_at(128));
     EXPECT_NEAR(sm90::modeled_scan_us(b, p, 132), 633, 0.05 * 633) << p.describe(b, 132);
-    EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, sm90::kKernelV3), 132), 921, 0.03 * 921);
+    EXPECT_NEAR(sm90::modeled_scan_us(b, sm90::choose(b, 132, Schedule::two_pass), 132), 921, 0.03 * 921);
   }
   // Where the H200 said no to short segments at 128 (ms, split at 128 against the choice): 2/8
   // 6144+2048 0.146 against 0.127 (64, segments of 16); 16/16 1x4096 0.146 against 0.128 (64, 16);
@@ -667,9 +523,9 @@ TEST(Sm90Plan, FewLongSequencesSplitAtBlockV128) {
 }
 
 // A split may take any multiple of 8 that sets a number of segments, not only a power of two, so
-// that segments x value heads fill a wave: 8/24 1x32768 took 4 segments of 128 chunks (96 CTAs at
-// block_v 128 on 132 SMs) and now takes 5 of 104 (120 CTAs). H100, thirteenth session, same binary
-// by override: 751 -> 668 us; 8/24 24576+8192 778 -> 655 (segments of 96); 1x16384 406 -> 377 (48).
+// that segments x value heads fill a wave: 8/24 1x32768 takes 5 segments of 104 chunks (120 CTAs
+// at block_v 128 on 132 SMs), not 4 of 128 (96 CTAs). H100, same binary: 751 -> 668 us; 8/24
+// 24576+8192 778 -> 655 (segments of 96); 1x16384 406 -> 377 (48).
 TEST(Sm90Plan, SegmentCountsFillAWave) {
   const Plan p = default_plan({32768}, 8, 24);
   EXPECT_EQ(p.seg_chunks, 104);
@@ -679,8 +535,8 @@ TEST(Sm90Plan, SegmentCountsFillAWave) {
   EXPECT_EQ(default_plan({24576, 8192}, 8, 24).seg_chunks, 96);
   // The model places the scan's CTAs in grid order, as the GPU starts them: 8192+24576 at 96 chunks
   // would put the first sequence's 32-chunk segment in the first wave and a 96-chunk one in the
-  // second (128 chunk-times, not 96), so it takes 48 (H100, thirteenth session, by override: 764
-  // us at 96, 703 at 48).
+  // second (128 chunk-times, not 96), so it takes 48 (H100: 764 us at 96, 703 at
+  // 48).
   EXPECT_EQ(default_plan({8192, 24576}, 8, 24).seg_chunks, 48);
   EXPECT_EQ(default_plan({16384}, 8, 24).seg_chunks, 48);
   // Where a power of two already fills the wave, it stays: 2/8 (16 x 8), 4/16 (8 x 16), 16/32 (4 x 32).
@@ -723,7 +579,7 @@ TEST(Sm90Segments, SlotsOfSequencesAreDisjointAndBounded) {
   EXPECT_EQ(sm90::segment_buffer_bytes(32768, 1, 8, 64), int64_t(9) * 8 * 128 * 128 * 4);
 }
 
-TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
+TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLineAndKnobs) {
   const Variant* v = Registry::instance().find("prefill/sm90");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->op, OpKind::prefill);
@@ -731,32 +587,43 @@ TEST(Sm90Plan, RegisteredForSm90aWithItsPlanLine) {
   EXPECT_EQ(v->min_arch, 90);
   EXPECT_EQ(v->max_arch, 90);
   ASSERT_TRUE(bool(v->plan));
-  const Shape s = prefill({32768}, 16, 32);
+  Shape s = prefill({32768}, 16, 32);
   EXPECT_EQ(v->supports(s), "");
   const std::string line = v->plan(s);
   EXPECT_TRUE(test::contains(line, "chunk 64")) << line;
-  EXPECT_TRUE(test::contains(line, "block_v")) << line;
-  EXPECT_TRUE(test::contains(line, "CTAs on")) << line;
-  const std::string v1 = sm90::choose(Batch::of(s), 132, sm90::kKernelV1).describe(Batch::of(s), 132);
-  EXPECT_EQ(v1.find("block_v 32 (4 warps, 2 own the state), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size()) << v1;
-  EXPECT_TRUE(test::contains(v1, "kernel v1")) << v1;
-  const std::string v2 = sm90::choose(Batch::of(s), 132, sm90::kKernelV2).describe(Batch::of(s), 132);
-  EXPECT_EQ(v2.find("block_v 32 (6 warps, 2 own the state, 4 prepare the next chunk), 128 CTAs on 132 SMs"),
-            std::string("chunk 64, ").size())
-      << v2;
-  EXPECT_TRUE(test::contains(v2, "kernel v2")) << v2;
-  const std::string v3 = sm90::choose(Batch::of(s), 132, sm90::kKernelV3).describe(Batch::of(s), 132);
-  EXPECT_EQ(v3.find("block_v 32 (6 warps, 2 own the state, 4 load), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size())
-      << v3;
+  EXPECT_TRUE(test::contains(line, "context parallel")) << line;
+  s.plan = "cp=off";  // the plan line says what ran: the spec's plan
+  const std::string unsplit = v->plan(s);
+  EXPECT_EQ(unsplit.find("block_v 32 (6 warps, 2 own the state, 4 load), 128 CTAs on 132 SMs"), std::string("chunk 64, ").size())
+      << unsplit;
   // 32768 tokens in one sequence: 513 slots x 32 value heads of 18448 bytes, prepared per q/k head (GVA 2).
-  EXPECT_TRUE(test::contains(v3, "kernel v3: every chunk prepared first (513 x 16 CTAs of 128 threads, one per q/k head")) << v3;
-  EXPECT_TRUE(test::contains(v3, "288.8 MiB workspace")) << v3;
-  EXPECT_TRUE(test::contains(v3, "mma.sync, f16 operands")) << v3;
-  EXPECT_TRUE(test::contains(v3, "the inverse by 8 x 8 eliminations and f16 merges")) << v3;
-  EXPECT_TRUE(test::contains(v3, "of full slots")) << v3;
-  const std::string wg = sm90::apply_override(sm90::choose(Batch::of(s), 132, sm90::kKernelV3), "block_v=64,mma=wgmma")
-                             .describe(Batch::of(s), 132);
-  EXPECT_TRUE(test::contains(wg, "wgmma (the state warps one warpgroup), f16 operands")) << wg;
+  EXPECT_TRUE(test::contains(unsplit, "two_pass: every chunk prepared first (513 x 16 CTAs of 128 threads, one per q/k head")) << unsplit;
+  EXPECT_TRUE(test::contains(unsplit, "288.8 MiB workspace, written by bulk copies")) << unsplit;
+  EXPECT_TRUE(test::contains(unsplit, "mma.sync, f16 operands")) << unsplit;
+  EXPECT_TRUE(test::contains(unsplit, "the inverse by 8 x 8 eliminations and f16 merges")) << unsplit;
+  EXPECT_FALSE(test::contains(unsplit, "context parallel")) << unsplit;
+  s.plan = "schedule=fused";
+  EXPECT_TRUE(test::contains(v->plan(s), "fused: a preparation warpgroup")) << v->plan(s);
+  // The knobs, one table: plan_knobs() as Variant::knobs, each with its values and help.
+  std::vector<std::string> names;
+  for (const PlanKnob& k : v->knobs) {
+    names.push_back(k.name);
+    EXPECT_FALSE(k.values.empty()) << k.name;
+    EXPECT_FALSE(k.help.empty()) << k.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"schedule", "block_v", "cp", "cp_block_v", "prep", "slot_write", "pdl"}));
+  ASSERT_TRUE(bool(v->check_plan));
+  EXPECT_EQ(v->check_plan("schedule=fused"), "");
+  EXPECT_EQ(v->check_plan("cp=8,cp_block_v=32,prep=group,slot_write=bulk,pdl=off,block_v=64,schedule=two_pass"), "");
+  EXPECT_TRUE(test::contains(v->check_plan("kernel=v3"), "unknown knob 'kernel'")) << v->check_plan("kernel=v3");
+  // A bad spec on a shape is a skip with the reason, not a throw at launch; so is a plan the shape
+  // cannot launch (a split too fine for one grid: 4 x 256 x 2097153 scan CTAs).
+  s.plan = "block_v=48";
+  EXPECT_TRUE(test::contains(v->supports(s), "expected 32|64|128")) << v->supports(s);
+  Shape huge = prefill({int64_t(1) << 27}, 64, 256);
+  EXPECT_EQ(v->supports(huge), "");
+  huge.plan = "cp=1,block_v=32";
+  EXPECT_TRUE(test::contains(v->supports(huge), "CTAs in one grid")) << v->supports(huge);
 }
 
 // Workspace slots (workspace.h): chunk c of sequence n is slot floor(bos / 64) + n + c; the
@@ -776,63 +643,14 @@ TEST(Sm90Workspace, SlotsOfSequencesAreDisjointAndBounded) {
     }
     EXPECT_LE(next_free, sm90::slot_count(T, int64_t(lens.size())));
   }
-  EXPECT_EQ(sm90::slot_bytes(false), 2 * 8192 + sm90::kScalarBytes);
-  EXPECT_EQ(sm90::slot_bytes(true), 10112);  // 625 pieces of 16 bytes, 128-byte aligned
-  EXPECT_EQ(sm90::slot_bytes(sm90::kSlotLean), 10368);  // A_g and the vectors (10256 bytes), 128-byte aligned
-  for (const int form : {sm90::kSlotFull, sm90::kSlotPacked, sm90::kSlotLean})
-    EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32, form), int64_t(513) * 32 * sm90::slot_bytes(form));
-  // G: gam at the last token (full, lean), beside e^G in the last piece (packed).
-  EXPECT_EQ(sm90::slot_g_offset(false), sm90::kSlotScalars + (sm90::kGam * 64 + 63) * 4);
-  EXPECT_EQ(sm90::slot_g_offset(true), 16 * sm90::kSlotGPiece + 4);
-  EXPECT_EQ(sm90::slot_g_offset(sm90::kSlotLean), 8192 + (sm90::kGam * 64 + 63) * 4);
-}
-
-// A packed slot's pieces (workspace.h) land on every piece on or left of the diagonal of both tiles
-// once, on none right of it (those are zeros the scan keeps), on the scan's three vectors and on
-// e^G, G.
-TEST(Sm90Workspace, PackedSlotPiecesCoverTheLowerTrianglesAndTheScanVectors) {
-  std::vector<int> hits(2 * 512, 0);
-  std::vector<int> scalar_offsets;
-  for (int e = 0; e < sm90::kPackedSlotPieces; ++e) {
-    const sm90::SlotPiece at = sm90::slot_piece(e);
-    ASSERT_GE(at.offset, 0) << e;
-    ASSERT_EQ(at.offset % 16, 0) << e;
-    if (at.part == 2) {
-      scalar_offsets.push_back(at.offset);
-      continue;
-    }
-    ASSERT_LT(at.offset, sm90::kHalfTileBytes) << e;
-    const int row = at.offset / 128, physical = (at.offset % 128) / 16, piece = (physical ^ row) & 7;
-    EXPECT_LE(piece, row / 8) << "piece " << e << " is right of the diagonal";
-    // swizzle128 places element (row, 8 piece) at the same offset.
-    EXPECT_EQ(unsigned(at.offset), sm90::swizzle128(row, 8 * piece)) << e;
-    ++hits[at.part * 512 + row * 8 + piece];
-  }
-  for (int part = 0; part < 2; ++part)
-    for (int row = 0; row < 64; ++row)
-      for (int piece = 0; piece < 8; ++piece)
-        EXPECT_EQ(hits[part * 512 + row * 8 + piece], piece <= row / 8 ? 1 : 0) << part << " " << row << " " << piece;
-  ASSERT_EQ(scalar_offsets.size(), size_t(3 * 16 + 1));
-  for (int i = 0; i < 48; ++i) EXPECT_EQ(scalar_offsets[size_t(i)], int(sm90::kEk) * 256 + 16 * i);
-  EXPECT_EQ(scalar_offsets.back(), sm90::kNumScalars * 256);  // e^G, then G
-  EXPECT_EQ(sm90::slot_piece(sm90::kSlotGPiece).offset, sm90::kNumScalars * 256);
-  EXPECT_LE(16 * sm90::kPackedSlotPieces, sm90::kPackedSlotBytes);
-}
-
-// Full and lean slots carry their parts whole and in order, packed ones as above; slot_buffer_offset
-// (where the scan's load warps copy a piece, its parts contiguous) says so for every piece.
-TEST(Sm90Workspace, SlotPiecesLandWhereTheirPartsAre) {
-  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotFull), sm90::kFullSlotBytes / 16);
-  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotLean), (8192 + sm90::kScalarBytes) / 16);
-  EXPECT_EQ(sm90::slot_pieces(sm90::kSlotPacked), sm90::kPackedSlotPieces);
-  for (int e = 0; e < sm90::slot_pieces(sm90::kSlotFull); ++e)
-    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotFull, e), 16 * e) << e;  // the buffer byte for byte
-  for (int e = 0; e < sm90::slot_pieces(sm90::kSlotLean); ++e)  // A_g, then the scalars after P_g's tile
-    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotLean, e), e < 512 ? 16 * e : 2 * sm90::kHalfTileBytes + 16 * (e - 512)) << e;
-  for (int e = 0; e < sm90::kPackedSlotPieces; ++e) {
-    const sm90::SlotPiece at = sm90::slot_piece(e);
-    EXPECT_EQ(sm90::slot_buffer_offset(sm90::kSlotPacked, e), at.part * sm90::kHalfTileBytes + at.offset) << e;
-  }
+  // A slot is the scan's buffer: A_g, P_g, the scalars; G is gam at the chunk's last token.
+  EXPECT_EQ(sm90::kSlotBytes, 2 * 8192 + sm90::kScalarBytes);
+  EXPECT_EQ(sm90::kSlotBytes, 18448);
+  EXPECT_EQ(sm90::workspace_bytes(32768, 1, 32), int64_t(513) * 32 * sm90::kSlotBytes);
+  EXPECT_EQ(sm90::kSlotGOffset, sm90::kSlotScalars + (sm90::kGam * 64 + 63) * 4);
+  const sm90::SmemLayout scan(64, sm90::kScanKernel);
+  EXPECT_EQ(scan.pg0 - scan.ag0, sm90::kSlotPg);
+  EXPECT_EQ(scan.scalars0 - scan.ag0, sm90::kSlotScalars);
 }
 
 }  // namespace

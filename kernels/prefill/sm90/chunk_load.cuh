@@ -3,7 +3,7 @@
 // sequence are zero-filled, so a partial last chunk computes as a full one with k = q = v = 0.
 // The gate of the chunk's tokens is loaded into registers of threads 0..63 one chunk ahead
 // (dev::load_gate keeps the raw words; the math happens in chunk_prep.cuh).
-// The first step toward the fused design: a TMA copy per tile into the same swizzled layout.
+// The swizzle is the one a TMA copy with SWIZZLE_128B writes, so a TMA copy per tile could replace these.
 #pragma once
 
 #include <cstdint>
@@ -19,11 +19,11 @@ namespace gdn::sm90 {
 // q and k rows [row0, row0 + rows) of the packed batch (rows >= 1, q/k head hk) into stage
 // `stage`, issued by NT threads, this one being tid. Offsets are 64-bit. kQ false: k only (the
 // transition pass has no (Q S)^T and no o).
-template <int BV, int Ver, int NT, bool kQ = true>
+template <int BV, int Kern, int NT, bool kQ = true>
 __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int hk,
                                         int tid) {
   static_assert(NT % 128 == 0, "a thread keeps one 16-byte column piece and a row residue mod 8");
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   constexpr int kRowPieces = kHeadDim / 8, kRowsPerPass = NT / kRowPieces;  // 16-byte pieces of a q/k row
   // Thread tid copies piece c of rows r0, r0 + kRowsPerPass, ...: the same swizzle residue, so
   // the shared offsets differ by constants, and the global ones by a multiple of a row.
@@ -44,10 +44,10 @@ __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill:
 }
 
 // The v rows of value head h, value columns vcol0 .. vcol0 + BV, into stage `stage`.
-template <int BV, int Ver, int NT>
+template <int BV, int Kern, int NT>
 __device__ __forceinline__ void load_v(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int h,
                                        int vcol0, int tid) {
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   constexpr int kVPieces = BV / 8, kRowsPerPass = NT / kVPieces;
   static_assert(NT % kVPieces == 0 && kChunk % kRowsPerPass == 0, "whole rows per pass");
   const int c = tid % kVPieces, r0 = tid / kVPieces;
@@ -60,14 +60,6 @@ __device__ __forceinline__ void load_v(uint8_t* smem, int stage, const prefill::
     const bool valid = r < rows;
     ptx::cp_async_16_zfill(s_at + uint32_t(m * kRowsPerPass * v_row_elems(BV) * 2), v + (valid ? r * row_elems : 0), valid);
   }
-}
-
-// Both of the above: the chunk's q, k and v.
-template <int BV, int Ver, int NT>
-__device__ __forceinline__ void load_chunk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows,
-                                           int hk, int h, int vcol0, int tid) {
-  load_qk<BV, Ver, NT>(smem, stage, a, row0, rows, hk, tid);
-  load_v<BV, Ver, NT>(smem, stage, a, row0, rows, h, vcol0, tid);
 }
 
 // The gate words of token tid of the chunk at row0 (threads past `rows` keep `prev`).

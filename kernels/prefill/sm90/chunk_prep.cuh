@@ -1,6 +1,6 @@
 // The state-independent half of a chunk (gdn-math.md 3.3), computed from the staged tiles by a
-// group of warps (PrepGroup: the whole CTA in kernel v1, the prep warps in v2, the preparation
-// kernel of v3) into buffer `buf` of the outputs (smem_layout.h):
+// group of four warps (PrepGroup: the preparation kernel's CTA, or the fused kernel's preparation
+// warpgroup) into buffer `buf` of the outputs (smem_layout.h):
 //   scalars   beta, gam = inclusive cumsum of g (fp32), the inverse L2 norms rk / rq and the
 //             row scalings ek, eq, eu built from them (smem_layout.h enum Scalar); bf16 q and
 //             k tiles are converted to f16, the type of every MMA operand (fragments.cuh)
@@ -10,10 +10,9 @@
 //             applied to the fp32 products, never rounded into the inputs
 //   inverse   (I + L_g)^-1 = Gam * (I + L)^-1 in place (FlashQLA's identity, gdn-math.md 3.3,
 //             read the other way: the gate goes in before the inverse, so A_g needs no
-//             exponentials of its own): 16 x 16 diagonal blocks by forward substitution in
-//             fp32, then the off-diagonal blocks by doubling on tensor cores (TF32, three
-//             products per step: fp32 accuracy; or on f16 operands, and 8 x 8 diagonal
-//             blocks in registers: InverseForm)
+//             exponentials of its own): 8 x 8 diagonal blocks by elimination in fp32
+//             registers, then the off-diagonal blocks by doubling on tensor cores, f16
+//             operands and fp32 accumulation
 //   A_g       (I + L_g)^-1 * diag(beta) (f16)
 // Exponents: g <= 0, so gam is non-increasing and every exponent below is <= 0 up to rounding;
 // each is also clamped at 0 (the parallel cumsum can be an ulp off its sequential value), and
@@ -28,13 +27,10 @@
 #include "common/gdn_math.cuh"
 #include "common/ptx/ex2.cuh"
 #include "common/ptx/ldmatrix.cuh"
-#include "common/ptx/mma_tf32.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
-#include "common/tf32_split.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
-#include "prefill/sm90/phase_trace.cuh"
 #include "prefill/sm90/smem_layout.h"
 
 namespace gdn::sm90 {
@@ -56,8 +52,8 @@ template <int Threads, int Barrier> struct PrepGroup {
 };
 
 // Per-token vector `which` of prep-output buffer `buf`.
-template <int BV, int Ver> __device__ __forceinline__ float* scalar_vec(uint8_t* smem, int buf, Scalar which) {
-  return reinterpret_cast<float*>(smem + SmemLayout(BV, Ver).scalars(buf)) + int(which) * kChunk;
+template <int BV, int Kern> __device__ __forceinline__ float* scalar_vec(uint8_t* smem, int buf, Scalar which) {
+  return reinterpret_cast<float*>(smem + SmemLayout(BV, Kern).scalars(buf)) + int(which) * kChunk;
 }
 
 // Sums of squares of the eight 16-bit values of w, the low halves added to acc[0] and the high
@@ -77,15 +73,15 @@ template <class In> __device__ __forceinline__ void sum_sq_to_f16(uint4& w, floa
 
 // The chunk's gate and beta vectors of buffer `buf`; `gate` holds token tid's gate words (group
 // threads 0..63). No barrier.
-template <int BV, int Ver, class Grp>
+template <int BV, int Kern, class Grp>
 __device__ __forceinline__ void chunk_gates(const Grp& grp, uint8_t* smem, int buf, const dev::GateIn& gate,
                                             const prefill::Args& a, int rows) {
   const int tid = grp.tid;
   if (tid < kChunk) {
     const bool valid = tid < rows;
     const dev::Gate gt = dev::gate_of(a.gate, gate);
-    scalar_vec<BV, Ver>(smem, buf, kG)[tid] = valid ? gt.g : 0.f;
-    scalar_vec<BV, Ver>(smem, buf, kBeta)[tid] = valid ? gt.beta : 0.f;
+    scalar_vec<BV, Kern>(smem, buf, kG)[tid] = valid ? gt.g : 0.f;
+    scalar_vec<BV, Kern>(smem, buf, kBeta)[tid] = valid ? gt.beta : 0.f;
   }
 }
 
@@ -96,13 +92,13 @@ __device__ __forceinline__ void chunk_gates(const Grp& grp, uint8_t* smem, int b
 // bank groups (the halves are 8 KiB apart, on the same banks). The order of a sum does not matter
 // here. A thread's rows go two at a time, their eight pieces loaded before any is stored back (the
 // compiler cannot move a load above a store to the same tile: one round trip to shared memory per
-// piece was a third of the fused kernel's preparation, docs/notes/prefill-sm90.md), and with 128
+// piece costs a third of the fused kernel's preparation), and with 128
 // threads the four lanes of a row take one of its four rows' square roots each, not one lane all
 // four. No barrier.
-template <class In, int BV, int Ver, class Grp>
+template <class In, int BV, int Kern, class Grp>
 __device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int stage, int buf, const prefill::Args& a,
                                             int rows) {
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   constexpr int NT = Grp::kThreads, kItems = 8 * kChunk;  // (row, quarter) items, k rows then q rows
   static_assert(kItems % NT == 0, "whole passes over the rows");
   constexpr int kPasses = kItems / NT, kBatch = kPasses >= 2 ? 2 : 1;
@@ -141,7 +137,7 @@ __device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int s
     const int e = grp.tid + m * NT;
     const int row = (e >> 2) & (kChunk - 1);
     const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
-    scalar_vec<BV, Ver>(smem, buf, e >= 4 * kChunk ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+    scalar_vec<BV, Kern>(smem, buf, e >= 4 * kChunk ? kRq : kRk)[row] = row < rows ? inv : 0.f;
   };
   if constexpr (kPasses == 4) {
     // Lane `quarter` of a row's four takes pass `quarter`'s row.
@@ -157,13 +153,13 @@ __device__ __forceinline__ void chunk_norms(const Grp& grp, uint8_t* smem, int s
 // The cumsum of g (two tokens per lane, a shuffle scan across lanes), done by every warp alike, and
 // the row scalings from it and the norms, each warp writing its share of the tokens (warp 0 alone
 // writing all 64 kept the others waiting at the next barrier), into buffer `buf`. No barrier.
-template <int BV, int Ver, class Grp>
+template <int BV, int Kern, class Grp>
 __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, int buf, const prefill::Args& a, int rows) {
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   constexpr int kLanesPerWarp = 32 / Grp::kWarps;  // lanes whose tokens a warp writes
   static_assert(32 % Grp::kWarps == 0, "whole lane ranges per warp");
   const int lane = grp.tid & 31;
-  auto sv = [&](Scalar which) { return scalar_vec<BV, Ver>(smem, buf, which); };
+  auto sv = [&](Scalar which) { return scalar_vec<BV, Kern>(smem, buf, which); };
   const float* g = sv(kG);
   const float g0 = g[2 * lane], g1 = g[2 * lane + 1];
   float incl = g0 + g1;
@@ -187,21 +183,20 @@ __device__ __forceinline__ void chunk_scalings(const Grp& grp, uint8_t* smem, in
       sv(kEu)[i] = i < rows ? sv(kRk)[i] * exp_nonpos(G - gam[s]) : 0.f;
     }
   }
-  // e^G for the state's decay, and G itself beside it in the padding (the packed slot carries both:
-  // the transition pass's warm-up sums G).
+  // e^G for the state's decay, and G itself beside it in the padding.
   if (grp.tid == 0) *reinterpret_cast<float2*>(smem + L.exp_G(buf)) = make_float2(exp_nonpos(G), G);
 }
 
 // Per-token vectors of chunk `stage` with `rows` valid tokens into buffer `buf`; `gate` holds
 // token tid's gate words (group threads 0..63). Two group barriers. kNorms false: the norms (and
-// the f16 rewrite) are already done, by other warps (kernel v4's state warpgroups).
-template <class In, int BV, int Ver, bool kNorms = true, class Grp>
+// the f16 rewrite) are already done, by other warps (the fused kernel's state warpgroups).
+template <class In, int BV, int Kern, bool kNorms = true, class Grp>
 __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
-  chunk_gates<BV, Ver>(grp, smem, buf, gate, a, rows);
-  if constexpr (kNorms) chunk_norms<In, BV, Ver>(grp, smem, stage, buf, a, rows);
+  chunk_gates<BV, Kern>(grp, smem, buf, gate, a, rows);
+  if constexpr (kNorms) chunk_norms<In, BV, Kern>(grp, smem, stage, buf, a, rows);
   grp.sync();
-  chunk_scalings<BV, Ver>(grp, smem, buf, a, rows);
+  chunk_scalings<BV, Kern>(grp, smem, buf, a, rows);
   grp.sync();
 }
 
@@ -209,15 +204,11 @@ __device__ __forceinline__ void chunk_scalars(const Grp& grp, uint8_t* smem, int
 // n-tiles on or below the diagonal, on tensor cores into acc (product_mma), then scaled in fp32
 // and stored (product_store); the row block is a template argument so the loops unroll with no
 // guards, and the masks are selects.
-// A part of a row block: its n-tile pairs NP0 .. NP1 - 1 (the whole row block by default; the
-// scan's load warps split the longest, whose registers they lack: kernel_v3.cuh scan_pg). Each
-// element's k-steps run in the same order whatever the split, so the same bits.
-template <int RB, int NP0 = 0, int NP1 = RB + 1> using RowBlockAcc = float[2 * (NP1 - NP0)][4];
+template <int RB> using RowBlockAcc = float[2 * (RB + 1)][4];
 
-template <bool IsQ, int RB, int BV, int Ver, int NP0 = 0, int NP1 = RB + 1>
-__device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, RowBlockAcc<RB, NP0, NP1>& acc) {
-  static_assert(0 <= NP0 && NP0 < NP1 && NP1 <= RB + 1, "n-tile pairs on or below the diagonal");
-  constexpr SmemLayout L(BV, Ver);
+template <bool IsQ, int RB, int BV, int Kern>
+__device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, RowBlockAcc<RB>& acc) {
+  constexpr SmemLayout L(BV, Kern);
   const uint32_t s0 = smem_u32(smem);
   const uint32_t a_base = s0 + (IsQ ? L.q(stage) : L.k(stage)) + a_lane(lane), b_base = s0 + L.k(stage) + b_lane(lane);
   zero(acc);
@@ -227,31 +218,30 @@ __device__ __forceinline__ void product_mma(int lane, uint8_t* smem, int stage, 
     ptx::ldmatrix_x4(af, ((a_base ^ xor_of(kk)) + half_of(kk)) + uint32_t(RB) * 2048);
     const uint32_t b_kk = (b_base ^ xor_of(kk)) + half_of(kk);
 #pragma unroll
-    for (int np = NP0; np < NP1; ++np) {
+    for (int np = 0; np <= RB; ++np) {
       uint32_t bf[4];
       ptx::ldmatrix_x4(bf, b_kk + uint32_t(np) * 2048);
-      mma(acc[2 * (np - NP0)], af, bf[0], bf[1]);
-      mma(acc[2 * (np - NP0) + 1], af, bf[2], bf[3]);
+      mma(acc[2 * np], af, bf[0], bf[1]);
+      mma(acc[2 * np + 1], af, bf[2], bf[3]);
     }
   }
 }
 
-// The part holding the diagonal (NP1 = RB + 1) also writes P_g's zeros right of it.
+// P_g's row block also gets its zeros right of the diagonal.
 // The gate e^(gam_i - gam_j): left of the row block's diagonal 16 x 16 block (j < 16 RB <= i) it
 // is e^(gam_i - c) e^(c - gam_j) with c = gam at row 16 RB, each factor at most 1 (gam does not
 // increase), so a row factor and a column factor of two exponentials each replace an exponential
 // per element there (a factor that underflows to zero stands for a gate under e^-87); inside the
-// diagonal block, element by element as before (there c - gam_j can be positive).
-template <bool IsQ, int RB, int BV, int Ver, int NP0 = 0, int NP1 = RB + 1>
-__device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale,
-                                              const RowBlockAcc<RB, NP0, NP1>& acc) {
-  constexpr SmemLayout L(BV, Ver);
-  constexpr int kTiles = 2 * (NP1 - NP0), kTile0 = 2 * NP0;
+// diagonal block, element by element (there c - gam_j can be positive).
+template <bool IsQ, int RB, int BV, int Kern>
+__device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, float scale, const RowBlockAcc<RB>& acc) {
+  constexpr SmemLayout L(BV, Kern);
+  constexpr int kTiles = 2 * (RB + 1);
   const int g = lane >> 2, t = lane & 3;
-  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
-  const float* gam = scalar_vec<BV, Ver>(smem, buf, kGam);
-  const float* rk = scalar_vec<BV, Ver>(smem, buf, kRk);
-  const float* rq = scalar_vec<BV, Ver>(smem, buf, kRq);
+  const float* beta = scalar_vec<BV, Kern>(smem, buf, kBeta);
+  const float* gam = scalar_vec<BV, Kern>(smem, buf, kGam);
+  const float* rk = scalar_vec<BV, Kern>(smem, buf, kRk);
+  const float* rq = scalar_vec<BV, Kern>(smem, buf, kRq);
   float* lt = reinterpret_cast<float*>(smem + L.lt);
   // Every scalar this lane needs, loaded before the first store (the compiler cannot move a load
   // above a store to shared memory): the column pairs' rk and gam, shared by both row halves.
@@ -259,8 +249,8 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
   float si[2], gi[2];
 #pragma unroll
   for (int nt = 0; nt < kTiles; ++nt) {
-    rj[nt] = *reinterpret_cast<const float2*>(rk + 8 * (kTile0 + nt) + 2 * t);
-    gj[nt] = *reinterpret_cast<const float2*>(gam + 8 * (kTile0 + nt) + 2 * t);
+    rj[nt] = *reinterpret_cast<const float2*>(rk + 8 * nt + 2 * t);
+    gj[nt] = *reinterpret_cast<const float2*>(gam + 8 * nt + 2 * t);
   }
 #pragma unroll
   for (int hr = 0; hr < 2; ++hr) {
@@ -268,8 +258,8 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     si[hr] = IsQ ? scale * rq[i] : beta[i] * rk[i];
     gi[hr] = gam[i];
   }
-  // Tile nt of this part lies left of the row block's diagonal 16 x 16 block: every j < i there.
-  auto left_of_diagonal = [](int nt) { return (kTile0 + nt) / 2 < RB; };
+  // Tile nt lies left of the row block's diagonal 16 x 16 block: every j < i there.
+  auto left_of_diagonal = [](int nt) { return nt / 2 < RB; };
   const float c = gam[16 * RB];
   float row_factor[2];
 #pragma unroll
@@ -286,7 +276,7 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
     const int i = 16 * RB + g + 8 * hr;
 #pragma unroll
     for (int nt = 0; nt < kTiles; ++nt) {
-      const int j = 8 * (kTile0 + nt) + 2 * t;
+      const int j = 8 * nt + 2 * t;
       const float x0 = acc[nt][2 * hr], x1 = acc[nt][2 * hr + 1];
       const bool left = left_of_diagonal(nt);
       const float v0 = left ? row_factor[hr] * rj[nt].x * x0 : si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
@@ -298,11 +288,11 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
             pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
       }
     }
-    // P_g's blocks above the diagonal are zeros (the wgmma scan multiplies by the whole tile; the
-    // mma.sync kernels skip them).
-    if constexpr (IsQ && NP1 == RB + 1) {
+    // P_g's blocks above the diagonal are zeros (wgmma multiplies by the whole tile; the
+    // mma.sync scan skips them).
+    if constexpr (IsQ) {
 #pragma unroll
-      for (int nt = kTile0 + kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
+      for (int nt = kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
     }
   }
 }
@@ -325,18 +315,8 @@ template <bool Q, int R> struct ProductTask {
   static constexpr int kRB = R;
 };
 
-// f(task, accumulator) for each of this warp's two tasks (four warps), in order. Without P_g
-// (kWithPg false: the lean slot, whose P_g the scan makes) the four K K^T row blocks, one a warp.
-template <bool kWithPg = true, class F> __device__ __forceinline__ void each_held_task(int warp, HeldProducts& held, F&& f) {
-  if constexpr (!kWithPg) {
-    switch (warp) {
-      case 0: f(ProductTask<false, 3>{}, first_task<3>(held)); break;
-      case 1: f(ProductTask<false, 2>{}, first_task<2>(held)); break;
-      case 2: f(ProductTask<false, 1>{}, first_task<1>(held)); break;
-      default: f(ProductTask<false, 0>{}, first_task<0>(held)); break;
-    }
-    return;
-  }
+// f(task, accumulator) for each of this warp's two tasks (four warps), in order.
+template <class F> __device__ __forceinline__ void each_held_task(int warp, HeldProducts& held, F&& f) {
   switch (warp) {
     case 0: f(ProductTask<false, 3>{}, first_task<3>(held)), f(ProductTask<false, 0>{}, second_task<3>(held)); break;
     case 1: f(ProductTask<true, 3>{}, first_task<3>(held)), f(ProductTask<true, 0>{}, second_task<3>(held)); break;
@@ -345,75 +325,50 @@ template <bool kWithPg = true, class F> __device__ __forceinline__ void each_hel
   }
 }
 
-// This warp's two products into `held` (four warps; kWithPg false: its one K K^T row block). No barrier.
-template <int BV, int Ver, bool kWithPg = true, class Grp>
+// This warp's two products into `held` (four warps). No barrier.
+template <int BV, int Kern, class Grp>
 __device__ __forceinline__ void products_mma(const Grp& grp, uint8_t* smem, int stage, HeldProducts& held) {
   static_assert(Grp::kWarps == 4, "four warps, two tasks each");
   const int lane = grp.tid & 31;
-  each_held_task<kWithPg>(grp.warp(), held, [&](auto task, auto& acc) {
-    product_mma<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, stage, acc);
+  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+    product_mma<decltype(task)::kQ, decltype(task)::kRB, BV, Kern>(lane, smem, stage, acc);
   });
 }
 
 // This warp's two stores (L into lt, P_g into pg of buffer `buf`) from `held`. No barrier.
-template <int BV, int Ver, bool kWithPg = true, class Grp>
+template <int BV, int Kern, class Grp>
 __device__ __forceinline__ void products_store(const Grp& grp, uint8_t* smem, int buf, float scale, HeldProducts& held) {
   const int lane = grp.tid & 31;
-  each_held_task<kWithPg>(grp.warp(), held, [&](auto task, auto& acc) {
-    product_store<decltype(task)::kQ, decltype(task)::kRB, BV, Ver>(lane, smem, buf, scale, acc);
+  each_held_task(grp.warp(), held, [&](auto task, auto& acc) {
+    product_store<decltype(task)::kQ, decltype(task)::kRB, BV, Kern>(lane, smem, buf, scale, acc);
   });
 }
 
-template <bool Q, int R, int BV, int Ver, class Grp>
-__device__ __forceinline__ void product_one(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  const int lane = grp.tid & 31;
-  RowBlockAcc<R> a;
-  product_mma<Q, R, BV, Ver>(lane, smem, stage, a);
-  grp.sync();
-  product_store<Q, R, BV, Ver>(lane, smem, buf, scale, a);
-}
-
-// L into lt and P_g into pg of buffer `buf`: eight 16-row tasks (K K^T and Q K^T row blocks
-// rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs rb + 1 n-tile pairs;
-// four warps take two tasks each (products_mma), eight warps one each. Contains a group barrier
-// between the products and the stores (the q/k tiles are dead after it: the preparation kernel's
-// layout puts L and P_g over them); ends without one.
-// kWithPg false (four warps): L only, P_g left to the scan (the lean slot).
-template <class In, int BV, int Ver, bool kWithPg = true, class Grp>
+// L into lt and P_g into pg of buffer `buf` on mma.sync, by four warps: eight 16-row tasks (K K^T
+// and Q K^T row blocks rb = 0..3), only the n-tiles on or below the diagonal. Row block rb costs
+// rb + 1 n-tile pairs; each warp takes two tasks (products_mma). Contains a group barrier between
+// the products and the stores (the q/k tiles are dead after it: the preparation kernel's layout
+// puts L and P_g over them); ends without one.
+template <class In, int BV, int Kern, class Grp>
 __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  static_assert(Grp::kWarps == 4 || Grp::kWarps == 8, "four or eight warps share the eight tasks");
-  static_assert(kWithPg || Grp::kWarps == 4, "L alone: four warps");
-  if constexpr (Grp::kWarps == 4) {
-    HeldProducts held;
-    products_mma<BV, Ver, kWithPg>(grp, smem, stage, held);
-    grp.sync();
-    products_store<BV, Ver, kWithPg>(grp, smem, buf, scale, held);
-  } else {
-    switch (grp.warp()) {
-      case 0: product_one<false, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 1: product_one<true, 3, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 2: product_one<false, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 3: product_one<true, 2, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 4: product_one<false, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 5: product_one<true, 0, BV, Ver>(grp, smem, stage, buf, scale); break;
-      case 6: product_one<false, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
-      default: product_one<true, 1, BV, Ver>(grp, smem, stage, buf, scale); break;
-    }
-  }
+  HeldProducts held;
+  products_mma<BV, Kern>(grp, smem, stage, held);
+  grp.sync();
+  products_store<BV, Kern>(grp, smem, buf, scale, held);
 }
 
 // L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
-// warpgroup (kernel v4): K K^T and Q K^T as two m64n64 products over the head dim's 8 k-steps, both
-// operands the stage's f16 tiles (K-major); warp w's accumulator is then row block w of each, the
-// m16n8 tiles of product_mma side by side, stored by product_store (the tiles above the diagonal
-// are computed and dropped). The same k-steps in the same order as mma.sync, so the same bits
-// (GPU test FusedV4GivesV3Bits). Q K^T runs while L is stored (block_v 64). The q/k tiles were
-// rewritten as f16 by the group's generic stores: each thread fences them to the async proxy, then
-// a group barrier. Ends without a barrier.
-template <int BV, int Ver, class Grp>
+// warpgroup (the fused kernel): K K^T and Q K^T as two m64n64 products over the head dim's 8
+// k-steps, both operands the stage's f16 tiles (K-major); warp w's accumulator is then row block w
+// of each, the m16n8 tiles of product_mma side by side, stored by product_store (the tiles above
+// the diagonal are computed and dropped). The same k-steps in the same order as mma.sync, so the
+// same bits (GPU test FusedGivesTwoPassBits). One product in flight at a time: the preparation
+// warpgroup has 120 registers. The q/k tiles were rewritten as f16 by the group's generic stores:
+// each thread fences them to the async proxy, then a group barrier. Ends without a barrier.
+template <int BV, int Kern, class Grp>
 __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   static_assert(Grp::kWarps == 4, "one warpgroup");
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   const int lane = grp.tid & 31;
   const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
   auto k_major = [](uint32_t at) { return ptx::wgmma_smem_desc_sw128(at, 16, 1024); };
@@ -429,32 +384,23 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
     for (int kk = 0; kk < kHeadDim / 16; ++kk) ptx::wgmma_m64n64k16_f32_f16_ss(d, k_major(step(a_tile, kk)), k_major(step(k_at, kk)), kk > 0);
     ptx::wgmma_commit_group();
   };
-  // Both in flight at once where the registers allow (block_v 64); at 128 the preparation's 120
-  // registers take one at a time.
-  constexpr bool kOverlap = BV != 128;
-  GDN_V4_TRACE_DO(const bool on = grp.tid == 0;)
   product(kf, k_at);
-  if constexpr (kOverlap) product(qf, q_at);
-  ptx::wgmma_wait_group<kOverlap ? 1 : 0>();
+  ptx::wgmma_wait_group<0>();
   ptx::wgmma_fence_operands(kf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepKKWait);)
   auto store_rows = [&](auto is_q, float(&acc)[8][4]) {
     constexpr bool Q = decltype(is_q)::value;
     switch (grp.warp()) {
-      case 0: product_store<Q, 0, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<0>*>(&acc[0][0])); break;
-      case 1: product_store<Q, 1, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<1>*>(&acc[0][0])); break;
-      case 2: product_store<Q, 2, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<2>*>(&acc[0][0])); break;
-      default: product_store<Q, 3, BV, Ver>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<3>*>(&acc[0][0])); break;
+      case 0: product_store<Q, 0, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<0>*>(&acc[0][0])); break;
+      case 1: product_store<Q, 1, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<1>*>(&acc[0][0])); break;
+      case 2: product_store<Q, 2, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<2>*>(&acc[0][0])); break;
+      default: product_store<Q, 3, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<3>*>(&acc[0][0])); break;
     }
   };
   store_rows(std::false_type{}, kt);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepLStores);)
-  if constexpr (!kOverlap) product(qf, q_at);
+  product(qf, q_at);
   ptx::wgmma_wait_group<0>();
   ptx::wgmma_fence_operands(qf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepQKWait);)
   store_rows(std::true_type{}, qt);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepPgStores);)
 }
 
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
@@ -462,41 +408,18 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
 // acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
-// lda), B 16 x 8 (the 8 columns at b, row stride ldb), on tensor cores.
-//   kF16 false (the default): two TF32 k-steps of m16n8k8, each operand split into big + rest and
-//     multiplied as big big + big rest + rest big (the rest products first), 2^-20 relative per
-//     product: as accurate as the fp32 FMAs it replaces.
-//   kF16 true (inverse=f16 and inverse=hier, the v3 default): one m16n8k16 on f16 operands with fp32
-//     accumulation (fragments.cuh): one MMA instead of six dependent ones and no operand splits.
-//     The host model keeps every stress input within 3 % of the error of exact merges
-//     (tests/cpu/test_prefill_sm90_numerics.cpp, F16MergesStayInsideTheBudget; 10 % for hier).
-template <bool kF16 = false>
+// lda), B 16 x 8 (the 8 columns at b, row stride ldb), as one m16n8k16 on tensor cores: f16
+// operands, fp32 accumulation. The host model keeps every stress input inside the precision budget
+// and within 10 % of the error of exact merges (tests/cpu/test_prefill_sm90_numerics.cpp).
 __device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
   const int g = lane >> 2, t = lane & 3;
-  if constexpr (kF16) {
-    const float2 a0 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t);
-    const float2 a1 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t);
-    const float2 a2 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t + 8);
-    const float2 a3 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t + 8);
-    const uint32_t af[4] = {pack_f16x2(a0.x, a0.y), pack_f16x2(a1.x, a1.y), pack_f16x2(a2.x, a2.y), pack_f16x2(a3.x, a3.y)};
-    const float* bg = b + g;
-    mma(acc, af, pack_f16x2(bg[2 * t * ldb], bg[(2 * t + 1) * ldb]), pack_f16x2(bg[(2 * t + 8) * ldb], bg[(2 * t + 9) * ldb]));
-  } else {
-#pragma unroll
-    for (int kk = 0; kk < 2; ++kk) {
-      const float av[4] = {a[g * lda + 8 * kk + t], a[(g + 8) * lda + 8 * kk + t], a[g * lda + 8 * kk + t + 4],
-                           a[(g + 8) * lda + 8 * kk + t + 4]};
-      const float bv[2] = {b[(8 * kk + t) * ldb + g], b[(8 * kk + t + 4) * ldb + g]};
-      uint32_t a_big[4], a_rest[4], b_big[2], b_rest[2];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) dev::split_tf32(av[e], a_big[e], a_rest[e]);
-#pragma unroll
-      for (int e = 0; e < 2; ++e) dev::split_tf32(bv[e], b_big[e], b_rest[e]);
-      ptx::mma_m16n8k8_tf32(acc, a_rest, b_big);
-      ptx::mma_m16n8k8_tf32(acc, a_big, b_rest);
-      ptx::mma_m16n8k8_tf32(acc, a_big, b_big);
-    }
-  }
+  const float2 a0 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t);
+  const float2 a1 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t);
+  const float2 a2 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t + 8);
+  const float2 a3 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t + 8);
+  const uint32_t af[4] = {pack_f16x2(a0.x, a0.y), pack_f16x2(a1.x, a1.y), pack_f16x2(a2.x, a2.y), pack_f16x2(a3.x, a3.y)};
+  const float* bg = b + g;
+  mma(acc, af, pack_f16x2(bg[2 * t * ldb], bg[(2 * t + 1) * ldb]), pack_f16x2(bg[(2 * t + 8) * ldb], bg[(2 * t + 9) * ldb]));
 }
 
 // sign * acc (a 16 x 8 accumulator tile) to fp32 shared memory at c (row stride ldc).
@@ -511,7 +434,7 @@ __device__ __forceinline__ float* lt_block(float* lt, int r, int c, int h = 0) {
   return lt + 16 * r * kLtStride + 16 * c + 8 * h;
 }
 
-// The diagonal 16 x 16 block `warp` of lt inverted in place by one warp, the hier form: its two
+// The diagonal 16 x 16 block `warp` of lt inverted in place by one warp: its two
 // 8 x 8 diagonal blocks by elimination in registers (lane r of an 8-lane group holds row r; step s
 // adds -L_rs times row s, shuffled, to rows r > s: seven dependent steps, fp32), then the 8 -> 16
 // merge T_10 = -T_11 (L_10 T_00) as two m16n8k16 on f16 operands padded with zeros, transposed so
@@ -565,60 +488,31 @@ __device__ __forceinline__ void invert_diagonal_hier(float* lt, int warp, int la
 // (zeros above the diagonal inside the diagonal blocks); the blocks above the diagonal blocks are
 // scratch and hold stale values afterwards. Needs four warps or more (the first four work). Ends
 // with a group barrier.
-//   1. The diagonal blocks T_ii = (I + L_ii)^-1 by forward substitution, one warp each (kForm
-//      kInverseHier: invert_diagonal_hier).
+//   1. The diagonal 16 x 16 blocks T_ii = (I + L_ii)^-1, one warp each (invert_diagonal_hier).
 //   2. Doubling: the 32 x 32 halves, T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22); then
 //      the lower-left quarter, T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-// Each product on tensor cores (block_product: the three-product TF32 form, or f16 operands for
-// kInverseF16 and kInverseHier); a warp's task is 8-column halves of output blocks, three block products per warp in
-// each step of the quarter, and the products in parentheses go to the scratch blocks above the
-// diagonal. Four barriers after the diagonal blocks (the block-column order took six, with half
-// the warps idle in its first steps).
-template <int kForm = kInverseTf32, class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
+// Each product on tensor cores (block_product); a warp's task is 8-column halves of output blocks,
+// three block products per warp in each step of the quarter, and the products in parentheses go to
+// the scratch blocks above the diagonal. Four barriers after the diagonal blocks (the block-column
+// order takes six, with half the warps idle in its first steps).
+template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
   static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
-  constexpr bool kF16 = kForm != kInverseTf32;
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
-  if constexpr (kForm == kInverseHier) {
-    if (warp < 4) invert_diagonal_hier(lt, warp, lane);
-  } else if (warp < 4) {  // diagonal block `warp`; lane c (and c + 16, a copy) solves column c
-    float* blk = lt_block(lt, warp, warp);
-    const int c = lane & 15;
-    float x[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) x[i] = i == c ? 1.f : 0.f;
-#pragma unroll
-    for (int i = 1; i < 16; ++i) {
-      float row[16];  // row i of the block, four at a time (past j = i - 1: zeros, never used)
-#pragma unroll
-      for (int q = 0; q < (i + 3) / 4; ++q) {
-        const float4 v = ld4(blk + i * kLtStride + 4 * q);
-        row[4 * q] = v.x, row[4 * q + 1] = v.y, row[4 * q + 2] = v.z, row[4 * q + 3] = v.w;
-      }
-      float sum = 0.f;
-#pragma unroll
-      for (int j = 0; j < i; ++j) sum = fmaf(row[j], x[j], sum);
-      if (i > c) x[i] = -sum;
-    }
-    __syncwarp();
-    if (lane < 16) {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) blk[i * kLtStride + c] = x[i];
-    }
-  }
+  if (warp < 4) invert_diagonal_hier(lt, warp, lane);
   grp.sync();
   const int h = warp & 1, b = (warp >> 1) & 1;
   // The halves: warp (b, h) takes pair b (rows 2b + 1, columns 2b), column half h. M_b = L T into
   // scratch block (2b, 2b + 1), then T = -T M.
   if (warp < 4) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product<kF16>(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
+    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
     store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, acc, 1.f, lane);
   }
   grp.sync();
   if (warp < 4) {
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product<kF16>(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
+    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
     store_tile(lt_block(lt, 2 * b + 1, 2 * b, h), kLtStride, acc, -1.f, lane);
   }
   grp.sync();
@@ -627,9 +521,9 @@ template <int kForm = kInverseTf32, class Grp> __device__ __forceinline__ void i
   if (warp < 4) {
     const int r = 2 + b;
     float m0[4] = {0.f, 0.f, 0.f, 0.f}, m1[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product<kF16>(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
-    block_product<kF16>(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
-    block_product<kF16>(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+    block_product(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
+    block_product(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
+    block_product(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
     store_tile(lt_block(lt, r - 2, 2, h), kLtStride, m0, 1.f, lane);
     store_tile(lt_block(lt, r - 2, 3, h), kLtStride, m1, 1.f, lane);
   }
@@ -639,9 +533,9 @@ template <int kForm = kInverseTf32, class Grp> __device__ __forceinline__ void i
   if (warp < 4) {
     const int c = b;
     float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product<kF16>(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product<kF16>(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product<kF16>(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
+    block_product(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
+    block_product(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
     store_tile(lt_block(lt, 2, c, h), kLtStride, t2, -1.f, lane);
     store_tile(lt_block(lt, 3, c, h), kLtStride, t3, -1.f, lane);
   }
@@ -650,11 +544,11 @@ template <int kForm = kInverseTf32, class Grp> __device__ __forceinline__ void i
 
 // A_g = (I + Gam * L)^-1 * diag(beta) into ag of buffer `buf` (f16, zero above the diagonal): lt
 // holds the inverse of the gated L (product_store), which is Gam * A_r. Ends without a barrier.
-template <class In, int BV, int Ver, class Grp>
+template <class In, int BV, int Kern, class Grp>
 __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf) {
-  constexpr SmemLayout L(BV, Ver);
+  constexpr SmemLayout L(BV, Kern);
   const float* lt = reinterpret_cast<const float*>(smem + L.lt);
-  const float* beta = scalar_vec<BV, Ver>(smem, buf, kBeta);
+  const float* beta = scalar_vec<BV, Kern>(smem, buf, kBeta);
   // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its beta pair
   // is loaded once, and the rows unroll into constant offsets.
   // Eight rows' loads go before their stores (the compiler keeps every load below an earlier store).
@@ -678,25 +572,19 @@ __device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf)
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T (kWithPg false: K K^T only, for the lean slot), the inverse (of
-// form kInverse, InverseForm), A_g. Ends without a barrier after A_g. kNorms false: chunk_norms
-// has run on the chunk already (by other warps, whose writes are visible to the group).
-template <class In, int BV, int Ver, int kInverse = kInverseTf32, bool kWithPg = true, bool kNorms = true, class Grp>
+// `buf`: scalars, K K^T and Q K^T (on wgmma in the fused kernel, else mma.sync), the inverse, A_g.
+// Ends without a barrier after A_g. kNorms false: chunk_norms has run on the chunk already (by
+// other warps, whose writes are visible to the group).
+template <class In, int BV, int Kern, bool kNorms = true, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
-  constexpr SmemLayout L(BV, Ver);
-  static_assert(kWithPg || Ver == kPrepKernel, "only the preparation kernel leaves P_g out");
-  GDN_V4_TRACE_DO(const bool on = Ver == kKernelV4 && grp.tid == 0;)
-  chunk_scalars<In, BV, Ver, kNorms>(grp, smem, stage, buf, gate, a, rows);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepScalars);)
-  if constexpr (Ver == kKernelV4) chunk_products_wgmma<BV, Ver>(grp, smem, stage, buf, a.scale);
-  else chunk_products<In, BV, Ver, kWithPg>(grp, smem, stage, buf, a.scale);
+  constexpr SmemLayout L(BV, Kern);
+  chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
+  if constexpr (Kern == kFusedKernel) chunk_products_wgmma<BV, Kern>(grp, smem, stage, buf, a.scale);
+  else chunk_products<In, BV, Kern>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepBarrier2);)
-  invert_in_place<kInverse>(grp, reinterpret_cast<float*>(smem + L.lt));
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepInverse);)
-  build_ag<In, BV, Ver>(grp, smem, buf);
-  GDN_V4_TRACE_DO(trace_mark(kTracePrep, on, kTrPrepAg);)
+  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt));
+  build_ag<In, BV, Kern>(grp, smem, buf);
 }
 
 }  // namespace gdn::sm90

@@ -12,7 +12,7 @@ namespace gdn::sm90 {
 
 namespace {
 
-// H200, one CTA per SM (docs/notes/prefill-sm90.md, "The split re-measured"): v3's scan costs
+// H200, one CTA per SM (kernels/prefill/sm90/README.md): the two-pass scan costs
 // 1.80 us per chunk at block_v 32 (mma.sync), 1.92 at 64 and 2.88 at 128 (wgmma: one and two
 // state warpgroups). The transition pass (no (Q S)^T, no o) at cp_block_v 64 takes 1.65 us per
 // chunk where one CTA has an SM to itself, but three fit an SM, so a deep grid costs
@@ -80,7 +80,7 @@ std::vector<int> segment_lengths(int64_t max_chunks) {
 
 double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
-  const int L = p.kernel == kKernelV3 ? p.seg_chunks : 0;
+  const int L = p.schedule == Schedule::two_pass ? p.seg_chunks : 0;
   std::vector<int64_t> scan, transition;
   int64_t fixup_steps = 0;
   for (const int64_t len : b.lens) {
@@ -102,16 +102,16 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
 Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   const int64_t unsplit_ctas = int64_t(kHeadDim / 32) * b.HV * b.sequences;  // the unsplit grid at block_v 32
-  if (p.kernel != kKernelV3 || unsplit_ctas > 4 * int64_t(sm_count)) return p;
+  if (p.schedule != Schedule::two_pass || unsplit_ctas > 4 * int64_t(sm_count)) return p;
   const int64_t max_chunks = chunks_of(b.max_len());
   // A split must be modelled 10 % faster, or no slower where the unsplit grid fills at most a
-  // quarter of the SMs (H100, eleventh session: 2/8 1x2048, 32 CTAs, modelled 62.2 split against
+  // quarter of the SMs (H100: 2/8 1x2048, 32 CTAs, modelled 62.2 split against
   // 62.6 us, measured 0.84x the unsplit call at L = 8).
   const bool thin = 4 * unsplit_ctas <= int64_t(sm_count);
   Plan best = p;
   double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count);
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
-  // they save (H100, eleventh session: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
+  // they save (H100: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
   // and 1x4096).
   for (const int L : segment_lengths(max_chunks))
     for (const int bv : {32, 64, 128})
@@ -122,7 +122,7 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
         if (us < best_us) best = q, best_us = us;
       }
   // Four kernels in a row: each after the first a programmatic dependent of the one before (H100,
-  // eleventh session, same binary: 0.95-0.98x on nine of ten split cells, 16/32 1x32768 1.02x).
+  // same binary: 0.95-0.98x on nine of ten split cells, 16/32 1x32768 1.02x).
   if (best.seg_chunks > 0) best.pdl = true;
   return best;
 }

@@ -1,7 +1,7 @@
-// What one CTA of a prefill/sm90 scan kernel works on: its (value-column block, value head,
+// What one CTA of the scan or the fused kernel works on: its (value-column block, value head,
 // segment) from the one-dimensional grid, ordered V-block fastest (CTAs sharing a head's q/k are
 // neighbours in L2), the sequence's packed rows and the segment's 64-token chunks. Without
-// context parallelism (seg_chunks 0, kernels v1 and v2 always) a segment is a whole sequence.
+// context parallelism (seg_chunks 0, the fused kernel always) a segment is a whole sequence.
 #pragma once
 
 #include <cstdint>

@@ -2,9 +2,8 @@
 // transition pass's per-segment maps, S_start(s + 1) = M_s S_start(s) + N_s (= N_s where the
 // warm-up dropped M_s), in fp32 on CUDA cores. One CTA of kFixupThreads per (sequence, value
 // head, kFixupCols state columns); M_s (64 KiB) and the CTA's columns of N_s are copied into
-// shared memory one segment ahead, and M_s S_start(s) is summed in k slices (below; eleventh
-// session: 0.85-0.96x the fixup of 4 rows x 1 column a thread, and more threads per CTA were
-// slower). The sequence's own initial state (h0 or its pool slot, state_ref.cuh) is read here
+// shared memory one segment ahead, and M_s S_start(s) is summed in k slices (below: 0.85-0.96x
+// the time of 4 rows x 1 column a thread; more threads per CTA are slower). The sequence's own initial state (h0 or its pool slot, state_ref.cuh) is read here
 // only: the scan reads every segment's start from the buffer, so in the pool form no CTA reads a
 // slot that another CTA writes.
 #pragma once

@@ -6,9 +6,9 @@
 
 namespace gdn::sm90 {
 
-// Enqueues the call on `stream` (a cudaStream_t) with plan p: one kernel (v3: two, and a
-// workspace that grows outside a capture: workspace_buffer.h), no host synchronisation and no
-// device-to-host read, so a CUDA graph can capture it. Throws
+// Enqueues the call on `stream` (a cudaStream_t) with plan p: the fused kernel, or the two-pass
+// schedule's kernels and a workspace that grows outside a capture (workspace_buffer.h); no host
+// synchronisation and no device-to-host read, so a CUDA graph can capture it. Throws
 // gdn::runtime_error when the launch fails or the call is outside what supports() accepts.
 void launch(const prefill::Args& a, const Plan& p, void* stream);
 

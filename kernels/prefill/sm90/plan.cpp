@@ -7,12 +7,11 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
-#include <initializer_list>
-#include <utility>
 #include <stdexcept>
 
 namespace gdn::sm90 {
+
+const char* to_string(Schedule s) { return s == Schedule::fused ? "fused" : "two_pass"; }
 
 Batch Batch::of(const Shape& s) {
   Batch b;
@@ -28,50 +27,42 @@ int64_t Batch::max_len() const { return lens.empty() ? 0 : *std::max_element(len
 int64_t Plan::prep_grid(const Batch& b) const { return slot_count(b.tokens, b.sequences) * (prep_group ? b.H : b.HV); }
 
 int64_t Plan::ctas(const Batch& b) const {
-  const int64_t slots = kernel == kKernelV3 ? segment_count(b.tokens, b.sequences, seg_chunks) : b.sequences;
+  const int64_t slots = schedule == Schedule::two_pass ? segment_count(b.tokens, b.sequences, seg_chunks) : b.sequences;
   return int64_t(v_blocks(b.V)) * b.HV * slots;
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
-  const std::string roles = kernel == kKernelV2 || kernel == kKernelV4 ? fmt::format(", {} prepare the next chunk", kPrepWarps)
-                            : kernel == kKernelV3 ? fmt::format(", {} load", kPrepWarps)
-                                                  : "";
+  const bool two_pass = schedule == Schedule::two_pass;
+  const std::string roles = fmt::format(", {} {}", kPrepWarps, two_pass ? "load" : "prepare the next chunk");
+  const char* inverse = "the inverse by 8 x 8 eliminations and f16 merges";
   const std::string how =
-      kernel == kKernelV3
-          ? fmt::format("kernel v3: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
-                        "the inverse {}; {:.1f} MiB workspace of {} slots{}), then the scan{}",
-                        slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
-                        prep_group ? ", one per q/k head and its value heads in turn" : "",
-                        SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm,
-                        inverse == kInverseHier  ? "by 8 x 8 eliminations and f16 merges"
-                        : inverse == kInverseF16 ? "by 16 x 16 solves and f16 merges"
-                                                 : "by 16 x 16 solves and three-product TF32 merges",
-                        workspace_bytes(b.tokens, b.sequences, b.HV, slot) / 1048576.0,
-                        slot == kSlotPacked ? "packed" : slot == kSlotLean ? "lean (P_g made by the scan's load warps)" : "full",
-                        slot == kSlotPacked ? "" : bulk_slot_writes ? ", written by bulk copies" : ", written by every thread",
-                        pdl ? " (each kernel after the first a programmatic dependent of the one before)" : "")
-      : kernel == kKernelV4 ? fmt::format("kernel v4: fused, a preparation warpgroup one chunk ahead in the CTA, the state "
-                                          "warpgroups doing the next chunk's q/k norms, no workspace; the inverse {}",
-                                          inverse == kInverseHier ? "by 8 x 8 eliminations and f16 merges"
-                                                                  : "by 16 x 16 solves and three-product TF32 merges")
-      : kernel == kKernelV2 ? std::string("kernel v2: warp-specialised, the chunk's preparation one chunk ahead")
-                            : std::string("kernel v1: the chunk's phases in series");
+      two_pass ? fmt::format("two_pass: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
+                             "{}; {:.1f} MiB workspace, written by {}), then the scan{}",
+                             slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, kPrepKernelThreads,
+                             prep_group ? ", one per q/k head and its value heads in turn" : "",
+                             SmemLayout(0, kPrepKernel).bytes / 1024.0, kPrepCtasPerSm, inverse,
+                             workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0,
+                             bulk_slot_writes ? "bulk copies" : "every thread",
+                             pdl ? " (each kernel after the first a programmatic dependent of the one before)" : "")
+               : fmt::format("fused: a preparation warpgroup one chunk ahead in the CTA, the state warpgroups doing the "
+                             "next chunk's q/k norms, no workspace; {}",
+                             inverse);
   const std::string cp =
-      kernel == kKernelV3 && seg_chunks > 0
+      two_pass && seg_chunks > 0
           ? fmt::format("; context parallel: segments of {} chunks ({} segment slots), transition pass at block_v {}, "
                         "fixup in fp32, {:.1f} MiB of segment states; bits depend on the segment length, so on the batch "
                         "(not batch-invariant); modelled scan {:.0f} us, {:.0f} us unsplit",
                         seg_chunks, segment_count(b.tokens, b.sequences, seg_chunks), cp_block_v,
                         3 * segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0,
-                        modeled_scan_us(b, *this, sm_count), modeled_scan_us(b, choose(b, sm_count, kKernelV3), sm_count))
+                        modeled_scan_us(b, *this, sm_count), modeled_scan_us(b, choose(b, sm_count, Schedule::two_pass), sm_count))
           : "";
   const std::string mma = !wgmma_at(block_v) ? "mma.sync, f16 operands"
                           : block_v == 64     ? "wgmma (the state warps one warpgroup), f16 operands"
                           : fmt::format("wgmma (the state warps two warpgroups, setmaxnreg {}{}), f16 operands",
-                                        kernel == kKernelV4 ? "192 / 120, one wgmma group in flight" : "208 / 88",
+                                        two_pass ? "208 / 88" : "192 / 120, one wgmma group in flight",
                                         pingpong_at(block_v) ? ", issuing in turn (ping-pong)" : "");
   const std::string cp_mma =
-      kernel == kKernelV3 && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
+      two_pass && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
   return fmt::format("chunk {}, block_v {} ({} warps, {} own the state{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
                      "{}, {}, fp32 state in registers{}{}",
                      kChunk, block_v, warps(), state_warps(), roles, ctas(b), sm_count, smem_bytes() / 1024.0, how, mma,
@@ -90,203 +81,238 @@ std::string unsupported_reason(const Shape& s) {
   return "";
 }
 
-Plan choose(const Batch& b, int sm_count, int kernel) {
+Plan choose(const Batch& b, int sm_count, Schedule schedule) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
-  p.kernel = kernel;
-  p.wgmma = kernel == kKernelV3 || kernel == kKernelV4;  // at block_v 64; the same bits as mma.sync (GPU test), 1-9 % less scan time
-  // The hier inverse in v3's preparation (ninth session, H100, one call each: the whole call
-  // 0.970-0.995x the TF32 form's on the eleven wide cells, at or below it on the qwen, cp and GVA-3
-  // sets; o and ht within 1 % of its rel-L2: docs/notes/prefill-sm90.md).
-  // v4 too since the tenth session (ninth session, H100: v4 with hier 0.94-0.97x v4 with TF32 on
-  // the ten qwen cells).
-  if (kernel == kKernelV3 || kernel == kKernelV4) p.inverse = kInverseHier;
-  p.pingpong = kernel == kKernelV3 || kernel == kKernelV4;
+  p.schedule = schedule;
+  if (schedule == Schedule::fused) {
+    p.block_v = kFusedBlockV;
+    return p;
+  }
   // The preparation per q/k head where GVA is 2 or more and its grid has one and a half CTAs per SM
-  // (each CTA prepares its GVA value heads in turn). H200, seventh session: 16/64 4096x8, 8320 CTAs,
-  // 703 -> 514 us; 2/8 1x32768, 1026 CTAs, 106 -> 85 us; GVA 3, twelve cells 0.85-0.94x of the
-  // whole call. H100, ninth session (the hier inverse), whole call against per value head: all 19
-  // 16/32 cells 0.92-0.97x; the 19 GVA 3-4 cells of 258-544 CTAs 0.87-0.99x; 2/8 1x4096 (130
-  // CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66) 1.10x. docs/notes/prefill-sm90.md.
-  p.prep_group = kernel == kKernelV3 && b.H > 0 && b.HV >= 2 * b.H &&
-                 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
+  // (each CTA prepares its GVA value heads in turn). H200: 16/64 4096x8, 8320 CTAs, 703 -> 514 us;
+  // 2/8 1x32768, 1026 CTAs, 106 -> 85 us; GVA 3, twelve cells 0.85-0.94x of the whole call. H100,
+  // whole call against per value head: all 19 16/32 cells 0.92-0.97x; the 19 GVA 3-4 cells of
+  // 258-544 CTAs 0.87-0.99x; 2/8 1x4096 (130 CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66)
+  // 1.10x.
+  p.prep_group = b.H > 0 && b.HV >= 2 * b.H && 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
   const bool prep_one_wave = p.prep_grid(b) <= int64_t(kPrepCtasPerSm) * sm_count;
   // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
-  // single thread's wait for its copies is hidden by the other CTAs there, not in one wave.
-  p.bulk_slot_writes = kernel == kKernelV3 && !prep_one_wave;
+  // single thread's wait for its copies is hidden by the other CTAs there, not in one wave (H100:
+  // 0.98-0.99x the whole call on the wide cells, 1.01-1.02x on single-wave 2/8 cells).
+  p.bulk_slot_writes = !prep_one_wave;
   // The scan a programmatic dependent of a preparation of one wave (choose_context_parallel: every
-  // split). H100, eleventh session, same binary: 0.96-0.99x on the short unsplit cells (1x2048,
-  // 1024x8), but 16/32 8192x4 (a preparation of 15 waves) 1.05x and the other deep ones within
-  // +-1 %: docs/notes/prefill-sm90.md.
-  p.pdl = kernel == kKernelV3 && prep_one_wave;
-  // v4 has state warpgroups only (64 or 128); where no grid fits one wave it takes 128: one CTA per
-  // head, each chunk prepared once.
-  const int smallest = kernel == kKernelV4 ? 64 : 32, largest = kernel == kKernelV1 || kernel == kKernelV4 ? 128 : 64;
-  for (int bv : {32, 64, 128}) {
-    if (bv < smallest) continue;
-    if (bv > largest) break;
+  // split). H100, same binary: 0.96-0.99x on the short unsplit cells (1x2048, 1024x8), but 16/32
+  // 8192x4 (a preparation of 15 waves) 1.05x and the other deep ones within +-1 %.
+  p.pdl = prep_one_wave;
+  for (const int bv : {32, 64}) {
     p.block_v = bv;
     if (p.ctas(b) <= sm_count) return p;
   }
-  p.block_v = largest;
-  if (kernel == kKernelV3) {
-    // Several waves at block_v 64: two state warpgroups per CTA (block_v 128) read q, k and the
-    // slot once per value head; taken where the modelled scan is 5 % shorter (fewer waves of
-    // longer chunks; one wave of 64 CTAs loses to two of 128).
-    Plan wide = p;
-    wide.block_v = 128;
-    if (modeled_scan_us(b, wide, sm_count) < 0.95 * modeled_scan_us(b, p, sm_count)) return wide;
-  }
+  // Several waves at block_v 64: two state warpgroups per CTA (block_v 128) read q, k and the
+  // slot once per value head; taken where the modelled scan is 5 % shorter (fewer waves of
+  // longer chunks; one wave of 64 CTAs loses to two of 128).
+  Plan wide = p;
+  wide.block_v = 128;
+  if (modeled_scan_us(b, wide, sm_count) < 0.95 * modeled_scan_us(b, p, sm_count)) return wide;
   return p;
 }
 
-bool fused_v4_wins(const Batch& b, const Plan& v3, int sm_count) {
+bool fused_wins(const Batch& b, const Plan& two_pass, int sm_count) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
-  if (b.H <= 0 || (b.HV != b.H && b.HV != 2 * b.H) || b.sequences < 1 || v3.seg_chunks > 0) return false;
-  // One CTA per (sequence, value head) at block_v 128: the grid fills the GPU (GVA 1), or nearly
-  // two waves of it (GVA 2, where v3 prepares per q/k head and moves fewer bytes), and no sequence
-  // is more than twice the mean, so no CTA walks a chain much longer than the others'.
+  if (b.H <= 0 || (b.HV != b.H && b.HV != 2 * b.H) || b.sequences < 1 || two_pass.seg_chunks > 0) return false;
+  // One CTA per (sequence, value head) at block_v 128: the grid fills the GPU (GVA 1, where the
+  // two-pass schedule reads and writes the most workspace and q/k bytes per value head), or nearly
+  // two waves of it (GVA 2, where two_pass prepares per q/k head and moves fewer bytes), and no
+  // sequence is more than twice the mean, so no CTA walks a chain much longer than the others'.
   const int64_t ctas = b.sequences * b.HV, fill = b.HV == b.H ? 9 : 18;
   return 10 * ctas >= fill * int64_t(sm_count) && b.max_len() * b.sequences <= 2 * b.tokens;
 }
 
 Plan choose(const Batch& b, int sm_count) {
-  const Plan v3 = choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count);
-  if (!fused_v4_wins(b, v3, sm_count)) return v3;
-  Plan v4 = choose(b, sm_count, kKernelV4);
-  v4.block_v = 128;
-  return v4;
+  const Plan two_pass = choose_context_parallel(b, choose(b, sm_count, Schedule::two_pass), sm_count);
+  return fused_wins(b, two_pass, sm_count) ? choose(b, sm_count, Schedule::fused) : two_pass;
 }
 
-Override parse_override(std::string_view spec) {
-  auto bad = [&](std::string_view why) {
-    return std::invalid_argument(fmt::format(
-        "sm90 plan override '{}': {} (expected block_v=32|64|128, kernel=v1|v2|v3|v4, cp=off|<chunks per segment>, "
-        "cp_block_v=32|64, mma=wgmma|sync, prep=head|group, slot=full|packed|lean, slot_write=bulk|threads, inverse=tf32|f16|hier, wg_order=pingpong|free, pdl=on|off, comma-separated)",
-        spec, why));
-  };
-  Override o;
-  for (size_t at = 0; !spec.empty() && at != std::string_view::npos;) {  // every field, empty ones too
-    const size_t comma = spec.find(',', at);
-    const std::string_view field = spec.substr(at, comma == std::string_view::npos ? comma : comma - at);
-    at = comma == std::string_view::npos ? comma : comma + 1;
-    const size_t eq = field.find('=');
-    if (eq == std::string_view::npos) throw bad(fmt::format("'{}' is not key=value", field));
-    const std::string_view key = field.substr(0, eq), value = field.substr(eq + 1);
-    // One of a key's values, or the error naming them.
-    using Choices = std::initializer_list<std::pair<std::string_view, int>>;
-    auto pick = [&](Choices choices, std::string_view expected) {
-      for (const auto& [name, number] : choices)
-        if (value == name) return number;
-      throw bad(expected);
-    };
-    if (key == "block_v") {
-      o.block_v = pick({{"32", 32}, {"64", 64}, {"128", 128}}, "block_v must be 32, 64 or 128");
-    } else if (key == "kernel") {
-      o.kernel = pick({{"v1", kKernelV1}, {"v2", kKernelV2}, {"v3", kKernelV3}, {"v4", kKernelV4}}, "kernel must be v1, v2, v3 or v4");
-    } else if (key == "cp") {
-      if (value == "off") {
-        o.seg_chunks = 0;
-      } else {
-        int64_t chunks = 0;
-        const char *first = value.data(), *last = value.data() + value.size();
-        const auto [end, ec] = std::from_chars(first, last, chunks);
-        if (ec != std::errc() || end != last || chunks < 1 || chunks > 65536)
-          throw bad("cp must be off or a number of chunks per segment, 1..65536");
-        o.seg_chunks = int(chunks);
-      }
-    } else if (key == "cp_block_v") {
-      o.cp_block_v = pick({{"32", 32}, {"64", 64}}, "cp_block_v must be 32 or 64");
-    } else if (key == "prep") {
-      o.prep_group = pick({{"group", 1}, {"head", 0}}, "prep must be head or group");
-    } else if (key == "slot") {
-      o.slot = pick({{"packed", kSlotPacked}, {"lean", kSlotLean}, {"full", kSlotFull}}, "slot must be full, packed or lean");
-    } else if (key == "slot_write") {
-      o.bulk_slot_writes = pick({{"bulk", 1}, {"threads", 0}}, "slot_write must be bulk or threads");
-    } else if (key == "inverse") {
-      o.inverse = pick({{"tf32", kInverseTf32}, {"f16", kInverseF16}, {"hier", kInverseHier}}, "inverse must be tf32, f16 or hier");
-    } else if (key == "wg_order") {
-      o.pingpong = pick({{"pingpong", 1}, {"free", 0}}, "wg_order must be pingpong or free");
-    } else if (key == "pdl") {
-      o.pdl = pick({{"on", 1}, {"off", 0}}, "pdl must be on or off");
-    } else if (key == "mma") {
-      o.wgmma = pick({{"wgmma", 1}, {"sync", 0}}, "mma must be wgmma or sync");
-    } else {
-      throw bad(fmt::format("unknown key '{}'", key));
-    }
-  }
-  return o;
+std::string unrunnable_reason(const Batch& b, const Plan& p) {
+  constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
+  const int64_t ctas = p.ctas(b);
+  const int64_t transition = p.schedule == Schedule::two_pass && p.seg_chunks > 0
+                                 ? int64_t(2 * kHeadDim / p.cp_block_v) * b.HV * segment_count(b.tokens, b.sequences, p.seg_chunks)
+                                 : 0;
+  if (std::max(ctas, transition) > kMaxGrid)
+    return fmt::format("plan needs {} CTAs in one grid, more than {} (a longer cp segment?)", std::max(ctas, transition), kMaxGrid);
+  return "";
 }
+
+// ---- plan specs ------------------------------------------------------------------------------
 
 namespace {
-Plan checked(const Plan& p, std::string_view spec) {
-  if (p.kernel == kKernelV2 && p.block_v == 128)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v2 has block_v 32 or 64", spec));
-  if (p.kernel == kKernelV3 && p.block_v == 128 && !p.wgmma)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v3 runs block_v 128 on wgmma only", spec));
-  if (p.kernel != kKernelV3 && p.seg_chunks > 0)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': context parallelism (cp) needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.prep_group)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': prep=group needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.bulk_slot_writes)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot_write=bulk needs kernel v3", spec));
-  if (p.kernel != kKernelV3 && p.slot != kSlotFull)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=packed and slot=lean need kernel v3", spec));
-  if (p.slot == kSlotLean && p.inverse == kInverseF16)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': slot=lean is built with inverse=hier|tf32", spec));
-  if (p.kernel != kKernelV3 && p.inverse != kInverseTf32 && !(p.kernel == kKernelV4 && p.inverse == kInverseHier))
-    throw std::invalid_argument(
-        fmt::format("sm90 plan override '{}': inverse=f16 needs kernel v3, inverse=hier kernel v3 or v4", spec));
-  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.wgmma)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': mma=wgmma needs kernel v3 or v4", spec));
-  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && p.pingpong)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': wg_order=pingpong needs kernel v3 or v4", spec));
-  if (p.kernel != kKernelV3 && p.pdl)
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': pdl=on needs kernel v3", spec));
-  if (p.kernel == kKernelV4 && (p.block_v < 64 || !p.wgmma))
-    throw std::invalid_argument(fmt::format("sm90 plan override '{}': kernel v4 runs block_v 64 or 128 on wgmma", spec));
-  return p;
+
+// One knob: its documentation (exported) and how its value sets a PlanSpec field.
+struct KnobDef {
+  PlanKnob doc;
+  void (*set)(PlanSpec&, std::string_view value, int index);  // index: the value's place in doc.values
+};
+
+const std::vector<KnobDef>& knob_table() {
+  static const std::vector<KnobDef> table{
+      {{"schedule",
+        {"two_pass", "fused"},
+        "two_pass: a preparation kernel writes every chunk's A_g and P_g to a workspace, then the state scan (with "
+        "context parallelism where the plan splits); fused: one kernel, a preparation warpgroup one chunk ahead of the "
+        "state warpgroups, block_v 128, no split. Default: fused where GVA is 1 or 2, one CTA per (sequence, value head) "
+        "fills the GPU and two_pass would not split"},
+       [](PlanSpec& s, std::string_view, int i) { s.schedule = i; }},
+      {{"block_v",
+        {"32", "64", "128"},
+        "value columns per scan CTA: 32 on mma.sync state warps, 64 and 128 on one or two wgmma state warpgroups; 32 "
+        "and 64 run two_pass. Default: the smallest whose grid fits one wave, 128 where the modelled scan is 5 % shorter"},
+       [](PlanSpec& s, std::string_view, int i) { s.block_v = 32 << i; }},
+      {{"cp",
+        {"off", "<n>"},
+        "context parallelism (two_pass): each sequence's scan cut into segments of <n> chunks (1..65536) scanned in "
+        "parallel, or off. Default: the split with the least modelled time where the unsplit grid is under four waves"},
+       [](PlanSpec& s, std::string_view value, int i) {
+         if (i == 0) {
+           s.seg_chunks = 0;
+           return;
+         }
+         int64_t chunks = 0;
+         const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), chunks);
+         if (ec != std::errc() || end != value.data() + value.size() || chunks < 1 || chunks > 65536)
+           throw std::invalid_argument("cp takes off or a number of chunks per segment, 1..65536");
+         s.seg_chunks = int(chunks);
+       }},
+      {{"cp_block_v", {"32", "64"}, "value columns per CTA of the transition pass (two_pass with cp): 32 on mma.sync, 64 on wgmma"},
+       [](PlanSpec& s, std::string_view, int i) { s.cp_block_v = 32 << i; }},
+      {{"prep",
+        {"head", "group"},
+        "the preparation kernel (two_pass): one CTA per value head, or per q/k head preparing its GVA group's value "
+        "heads in turn. Default: group where GVA is 2 or more and its grid has 1.5 CTAs per SM"},
+       [](PlanSpec& s, std::string_view, int i) { s.prep_group = i; }},
+      {{"slot_write",
+        {"threads", "bulk"},
+        "how the preparation writes its workspace slots (two_pass): every thread's 16-byte stores, or bulk copies "
+        "issued by one thread. Default: bulk where the preparation's grid is more than one wave"},
+       [](PlanSpec& s, std::string_view, int i) { s.bulk_slot_writes = i; }},
+      {{"pdl",
+        {"off", "on"},
+        "the kernels after the preparation as programmatic dependent launches (two_pass). Default: on where the plan "
+        "splits or the preparation is one wave"},
+       [](PlanSpec& s, std::string_view, int i) { s.pdl = i; }},
+  };
+  return table;
 }
+
+std::string knob_list() {
+  std::string out;
+  for (const KnobDef& k : knob_table()) out += (out.empty() ? "" : ", ") + k.doc.name;
+  return out;
+}
+
+std::string value_list(const PlanKnob& k) {
+  std::string out;
+  for (const std::string& v : k.values) out += (out.empty() ? "" : "|") + v;
+  return out;
+}
+
+std::string_view trimmed(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// The place of `value` in k's values ("<n>": any value not listed by name), or -1.
+int value_index(const PlanKnob& k, std::string_view value) {
+  int any_number = -1;
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    if (k.values[i] == value) return int(i);
+    if (k.values[i] == "<n>") any_number = int(i);
+  }
+  return value.empty() ? -1 : any_number;
+}
+
+bool names_two_pass_knob(const PlanSpec& s) {
+  return s.seg_chunks >= 0 || s.cp_block_v != 0 || s.prep_group >= 0 || s.bulk_slot_writes >= 0 || s.pdl == 1 ||
+         s.block_v == 32 || s.block_v == 64;
+}
+
 }  // namespace
 
-Plan apply_override(const Plan& chosen, std::string_view spec) {
-  const Override o = parse_override(spec);
-  Plan p = chosen;
-  if (o.kernel != 0) p.kernel = o.kernel;
-  if (o.block_v != 0) p.block_v = o.block_v;
-  if (o.seg_chunks >= 0) p.seg_chunks = o.seg_chunks;
-  if (o.cp_block_v != 0) p.cp_block_v = o.cp_block_v;
-  if (o.wgmma >= 0) p.wgmma = o.wgmma == 1;
-  if (o.prep_group >= 0) p.prep_group = o.prep_group == 1;
-  if (o.slot >= 0) p.slot = o.slot;
-  if (o.inverse >= 0) p.inverse = o.inverse;
-  if (o.bulk_slot_writes >= 0) p.bulk_slot_writes = o.bulk_slot_writes == 1;
-  if (o.pingpong >= 0) p.pingpong = o.pingpong == 1;
-  if (o.pdl >= 0) p.pdl = o.pdl == 1;
-  if (p.kernel != kKernelV3 && o.pdl < 0) p.pdl = false;
-  if (p.kernel != kKernelV3 && p.kernel != kKernelV4 && o.pingpong < 0) p.pingpong = false;
-  if (p.kernel != kKernelV3 && o.seg_chunks < 0) p.seg_chunks = 0;
-  if (p.kernel != kKernelV3 && o.wgmma < 0) p.wgmma = p.kernel == kKernelV4;
-  if (p.kernel != kKernelV3 && o.prep_group < 0) p.prep_group = false;
-  if (p.kernel != kKernelV3 && o.slot < 0) p.slot = kSlotFull;
-  if (p.kernel != kKernelV3 && o.bulk_slot_writes < 0) p.bulk_slot_writes = false;
-  if (p.kernel != kKernelV3 && o.inverse < 0) p.inverse = p.kernel == kKernelV4 ? kInverseHier : kInverseTf32;
-  return checked(p, spec);
+const std::vector<PlanKnob>& plan_knobs() {
+  static const std::vector<PlanKnob> knobs = [] {
+    std::vector<PlanKnob> out;
+    for (const KnobDef& k : knob_table()) out.push_back(k.doc);
+    return out;
+  }();
+  return knobs;
 }
 
-Plan plan_for(const Batch& b, int sm_count) {
-  const char* spec = std::getenv("GDNBENCH_SM90_PLAN");
-  if (spec == nullptr || *spec == '\0') return choose(b, sm_count);
-  const Override o = parse_override(spec);
-  // The base: the named kernel's choice; with no kernel named, v3's where the spec names a field
-  // only v3 has (the default may be v4), else the default plan.
-  const bool v3_fields = o.seg_chunks >= 0 || o.cp_block_v != 0 || o.prep_group >= 0 || o.slot >= 0 ||
-                         o.bulk_slot_writes >= 0 || o.wgmma == 0 || o.pdl == 1;
-  const int kernel = o.kernel != 0 ? o.kernel : v3_fields ? kKernelV3 : 0;
-  if (kernel == 0) return apply_override(choose(b, sm_count), spec);
-  // cp=off: v3's unsplit choice of block_v; otherwise the kernel's own choice (v3's may split).
-  if (kernel != kKernelV3 || o.seg_chunks == 0) return apply_override(choose(b, sm_count, kernel), spec);
-  return apply_override(choose_context_parallel(b, choose(b, sm_count, kKernelV3), sm_count), spec);
+PlanSpec parse_spec(std::string_view spec) {
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument(fmt::format("prefill/sm90 plan '{}': {}", spec, why));
+  };
+  PlanSpec out;
+  std::vector<std::string_view> seen;
+  for (size_t at = 0; !trimmed(spec).empty() && at != std::string_view::npos;) {  // every field, empty ones too
+    const size_t comma = spec.find(',', at);
+    const std::string_view field = trimmed(spec.substr(at, comma == std::string_view::npos ? comma : comma - at));
+    at = comma == std::string_view::npos ? comma : comma + 1;
+    const size_t eq = field.find('=');
+    if (eq == std::string_view::npos) throw bad(fmt::format("'{}' is not knob=value (knobs: {})", field, knob_list()));
+    const std::string_view name = trimmed(field.substr(0, eq)), value = trimmed(field.substr(eq + 1));
+    const auto knob = std::find_if(knob_table().begin(), knob_table().end(), [&](const KnobDef& k) { return k.doc.name == name; });
+    if (knob == knob_table().end()) throw bad(fmt::format("unknown knob '{}' (knobs: {})", name, knob_list()));
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) throw bad(fmt::format("knob '{}' given twice", name));
+    seen.push_back(name);
+    const int index = value_index(knob->doc, value);
+    if (index < 0) throw bad(fmt::format("{}={}: expected {}", name, value, value_list(knob->doc)));
+    try {
+      knob->set(out, value, index);
+    } catch (const std::invalid_argument& e) {
+      throw bad(fmt::format("{}={}: {}", name, value, e.what()));
+    }
+  }
+  if (out.schedule == int(Schedule::fused)) {
+    if (out.block_v != 0 && out.block_v != kFusedBlockV)
+      throw bad(fmt::format("schedule=fused runs block_v {} only", kFusedBlockV));
+    if (out.seg_chunks > 0 || out.cp_block_v != 0 || out.prep_group >= 0 || out.bulk_slot_writes >= 0 || out.pdl >= 0)
+      throw bad("cp, cp_block_v, prep, slot_write and pdl are knobs of schedule=two_pass (fused has no split, "
+                "preparation kernel or workspace)");
+  }
+  return out;
+}
+
+std::string check_spec(std::string_view spec) {
+  try {
+    parse_spec(spec);
+    return "";
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+}
+
+Plan plan_for(const Batch& b, int sm_count, std::string_view spec) {
+  const PlanSpec s = parse_spec(spec);
+  Plan p;
+  if (s.schedule == int(Schedule::fused)) {
+    p = choose(b, sm_count, Schedule::fused);
+  } else if (s.schedule == int(Schedule::two_pass) || names_two_pass_knob(s)) {
+    // cp=off keeps the unsplit block_v; otherwise the default's split rule.
+    p = choose(b, sm_count, Schedule::two_pass);
+    if (s.seg_chunks != 0) p = choose_context_parallel(b, p, sm_count);
+  } else {
+    p = choose(b, sm_count);
+  }
+  if (p.schedule == Schedule::fused) return p;  // what the spec may still name (block_v=128, pdl=off) is the fused plan's
+  if (s.block_v != 0) p.block_v = s.block_v;
+  if (s.seg_chunks >= 0) p.seg_chunks = s.seg_chunks;
+  if (s.cp_block_v != 0) p.cp_block_v = s.cp_block_v;
+  if (s.prep_group >= 0) p.prep_group = s.prep_group == 1;
+  if (s.bulk_slot_writes >= 0) p.bulk_slot_writes = s.bulk_slot_writes == 1;
+  if (s.pdl >= 0) p.pdl = s.pdl == 1;
+  return p;
 }
 
 }  // namespace gdn::sm90

@@ -1,16 +1,14 @@
-// Kernel v3, first of its two kernels: the state-independent preparation of every chunk at once.
+// The two-pass schedule's first kernel: the state-independent preparation of every chunk at once.
 // One CTA of four warps per (workspace slot, value head) (workspace.h): it finds its sequence and
-// chunk, copies the chunk's q and k in, and runs the same preparation as kernels v1 and v2
-// (chunk_prep.cuh: scalars, K K^T and Q K^T, the gated inverse, A_g), then writes A_g, P_g
-// and the scalars to its slot. Nothing here waits for another chunk, so the whole batch runs in
-// parallel, four CTAs per SM; the scan kernel (kernel_v3.cuh) then carries only the state chain.
+// chunk, copies the chunk's q and k in, and runs the preparation (chunk_prep.cuh: scalars, K K^T
+// and Q K^T, the gated inverse, A_g), then writes A_g, P_g and the scalars to its slot. Nothing
+// here waits for another chunk, so the whole batch runs in parallel, four CTAs per SM; the scan
+// kernel (scan_kernel.cuh) then carries only the state chain.
 // kGroup: one CTA per (slot, q/k head) instead: q and k loaded, normed and multiplied once, then
 // each value head of the GVA group in turn (its gates, the stores of the products kept in
 // registers, the inverse, A_g, its slot). The same functions in the same order per head, so the
 // same bits; the plan takes it where GVA is 2 or more and its grid has 1.5 CTAs per SM (plan.cpp).
-// kSlot: the slot's form (workspace.h SlotForm; override slot=packed|lean: lean leaves Q K^T and
-// P_g to the scan). kInverse: the chunk inverse's form (smem_layout.h InverseForm; hier by default,
-// override inverse=tf32|f16). kPrepCtasPerSm CTAs per SM, the registers' bound.
+// kPrepCtasPerSm CTAs per SM, the registers' bound.
 #pragma once
 
 #include <cuda/ptx>
@@ -29,55 +27,42 @@
 
 namespace gdn::sm90 {
 
-// The slot of value head h (workspace.h). Full: A_g and P_g as they lie in shared memory, then the
-// scalars. Lean: A_g, then the scalars. Packed: A_g's and P_g's pieces on or left of the diagonal,
-// the scan's vectors and e^G, G, piece by piece. bulk (full and lean; Plan::bulk_slot_writes): the
-// runs of shared memory go out as bulk copies issued by one thread (the TMA unit reads shared
-// memory: no register round trip a 16-byte piece), which it waits for before the buffers are
-// written again or the CTA exits; the caller fences the group's writes to the async proxy
-// (fence_slot_writes) before its barrier. Otherwise every thread stores 16-byte pieces.
-template <int kSlot>
+// The slot of value head h (workspace.h): A_g and P_g as they lie in shared memory, then the
+// scalars. bulk (Plan::bulk_slot_writes): the runs of shared memory go out as bulk copies issued by
+// one thread (the TMA unit reads shared memory: no register round trip a 16-byte piece), which it
+// waits for before the buffers are written again or the CTA exits; the caller fences the group's
+// writes to the async proxy (fence_slot_writes) before its barrier. Otherwise every thread stores
+// 16-byte pieces.
 __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int64_t slot, int h, int HV, int tid, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
-  uint8_t* out = ws + slot_offset(slot, h, HV, kSlot);
-  if constexpr (kSlot != kSlotPacked) {
-    if (bulk) {
-      if (tid == 0) {
-        namespace cp = cuda::ptx;
-        cp::cp_async_bulk(cp::space_global, cp::space_shared, out, smem + L.ag(0), uint32_t(kHalfTileBytes));
-        if constexpr (kSlot == kSlotFull)
-          cp::cp_async_bulk(cp::space_global, cp::space_shared, out + kSlotPg, smem + L.pg(0), uint32_t(kHalfTileBytes));
-        cp::cp_async_bulk(cp::space_global, cp::space_shared, out + slot_scalars_offset(kSlot), smem + L.scalars(0),
-                          uint32_t(kScalarBytes));
-        cp::cp_async_bulk_commit_group();
-        cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
-      }
-      return;
+  uint8_t* out = ws + slot_offset(slot, h, HV);
+  if (bulk) {
+    if (tid == 0) {
+      namespace cp = cuda::ptx;
+      cp::cp_async_bulk(cp::space_global, cp::space_shared, out, smem + L.ag(0), uint32_t(kHalfTileBytes));
+      cp::cp_async_bulk(cp::space_global, cp::space_shared, out + kSlotPg, smem + L.pg(0), uint32_t(kHalfTileBytes));
+      cp::cp_async_bulk(cp::space_global, cp::space_shared, out + kSlotScalars, smem + L.scalars(0), uint32_t(kScalarBytes));
+      cp::cp_async_bulk_commit_group();
+      cp::cp_async_bulk_wait_group_read(cp::n32_t<0>{});
     }
+    return;
   }
-  for (int e = tid; e < slot_pieces(kSlot); e += NT) {
-    const uint8_t* src;
-    if constexpr (kSlot == kSlotPacked) {
-      const SlotPiece at = slot_piece(e);
-      src = smem + (at.part == 0 ? L.ag(0) : at.part == 1 ? L.pg(0) : L.scalars(0)) + at.offset;
-    } else {  // full and lean: A_g, (P_g,) the scalars, whole and in order (slot_buffer_offset)
-      const int at = 16 * e, scalars = slot_scalars_offset(kSlot);
-      src = at >= scalars          ? smem + L.scalars(0) + (at - scalars)
-            : at >= kHalfTileBytes ? smem + L.pg(0) + (at - kHalfTileBytes)
-                                   : smem + L.ag(0) + at;
-    }
+  for (int e = tid; e < kSlotBytes / 16; e += NT) {
+    const int at = 16 * e;  // A_g, P_g, the scalars, whole and in order
+    const uint8_t* src = at >= kSlotScalars     ? smem + L.scalars(0) + (at - kSlotScalars)
+                         : at >= kHalfTileBytes ? smem + L.pg(0) + (at - kHalfTileBytes)
+                                                : smem + L.ag(0) + at;
     *reinterpret_cast<uint4*>(out + 16 * e) = *reinterpret_cast<const uint4*>(src);
   }
 }
 // Before the barrier that precedes write_slot: this thread's shared-memory writes made visible to
 // the bulk copies (the async proxy).
-template <int kSlot> __device__ __forceinline__ void fence_slot_writes(bool bulk) {
-  if constexpr (kSlot != kSlotPacked)
-    if (bulk) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+__device__ __forceinline__ void fence_slot_writes(bool bulk) {
+  if (bulk) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
 }
 
-template <class In, bool kGroup = false, int kSlot = kSlotFull, int kInverse = kInverseTf32>
+template <class In, bool kGroup>
 __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
@@ -105,17 +90,17 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
     const dev::GateIn gate = gate_of_head(h);
     __pipeline_wait_prior(0);
     __syncthreads();
-    prepare_chunk<In, 0, kPrepKernel, kInverse, kSlot != kSlotLean>(all, smem, 0, 0, gate, a, rows);
-    fence_slot_writes<kSlot>(bulk);
+    prepare_chunk<In, 0, kPrepKernel>(all, smem, 0, 0, gate, a, rows);
+    fence_slot_writes(bulk);
     __syncthreads();
-    write_slot<kSlot>(smem, ws, slot, h, a.HV, tid, bulk);
+    write_slot(smem, ws, slot, h, a.HV, tid, bulk);
   } else {
     __pipeline_wait_prior(0);
     __syncthreads();
     chunk_norms<In, 0, kPrepKernel>(all, smem, 0, 0, a, rows);  // rk, rq: the group's, kept in the scalars
     __syncthreads();
     HeldProducts held;  // this warp's K K^T / Q K^T tiles, kept for every value head of the group
-    products_mma<0, kPrepKernel, kSlot != kSlotLean>(all, smem, 0, held);
+    products_mma<0, kPrepKernel>(all, smem, 0, held);
     __syncthreads();  // the q/k tiles are dead: L and P_g go over them
     dev::GateIn gate = gate_of_head(hk * group);
     for (int j = 0; j < group; ++j) {
@@ -128,13 +113,13 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
       if (j + 1 < group) gate = gate_of_head(h + 1);  // in flight while this head is prepared
       chunk_scalings<0, kPrepKernel>(fresh, smem, 0, a, rows);
       __syncthreads();
-      products_store<0, kPrepKernel, kSlot != kSlotLean>(fresh, smem, 0, a.scale, held);
+      products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
       __syncthreads();
-      invert_in_place<kInverse>(fresh, reinterpret_cast<float*>(smem + L.lt));
+      invert_in_place(fresh, reinterpret_cast<float*>(smem + L.lt));
       build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
-      fence_slot_writes<kSlot>(bulk);
+      fence_slot_writes(bulk);
       __syncthreads();
-      write_slot<kSlot>(smem, ws, slot, h, a.HV, tid, bulk);
+      write_slot(smem, ws, slot, h, a.HV, tid, bulk);
       __syncthreads();  // the next head overwrites the tiles and scalars
     }
   }

@@ -1,5 +1,5 @@
-// Context parallelism of kernel v3 (host and device, C++17, no CUDA): a sequence is cut into
-// segments of `seg_chunks` 64-token chunks that are scanned in parallel (docs/notes/prefill-sm90.md,
+// Context parallelism of the two-pass schedule (host and device, C++17, no CUDA): a sequence is cut into
+// segments of `seg_chunks` 64-token chunks that are scanned in parallel (kernels/prefill/sm90/README.md,
 // gdn-math 3.3). Three kernels after the preparation:
 //   transition  per (segment but the last, value head): the segment's state map S_end = M S_start + N
 //               (M the K x K matrix: the end state of the identity with v = 0; N: the end state of

@@ -9,18 +9,17 @@
 //               columns of the current stage with its outputs o before copying them out
 //   lt          [64][68] fp32: L_g = Gam * StrictLower(diag(beta) K^ K^T), inverted in place into Gam * A_r
 //   scalars[B]  per-token fp32 vectors of the chunk (enum Scalar), then e^G (16 bytes)
-// Kernel v1 (the whole CTA prepares a chunk, then the state warps advance it): S = 2 stages (chunk
-// c + 1 is copied in while chunk c is computed), B = 1 buffer of the preparation's outputs.
-// Kernel v2 (prep warps prepare chunk c + 1 while the state warps advance chunk c): S = 3 stages
-// (the state warps read chunk c, the prep warps chunk c + 1, chunk c + 2 is copied in), B = 2.
-// Kernel v3, two kernels: the preparation kernel (one chunk per CTA: S = B = 1, no v; L, the
-// inverse's scratch and P_g are written over q and k once the products are in registers) writes A_g,
-// P_g's lower pieces and the scan's scalars of every chunk to a workspace slot (workspace.h); the
-// scan kernel copies them in with q, k and v, so a stage holds all of them (S = B = 3, one index),
-// a buffer is where a slot's pieces go, and there is no lt.
-// Kernel v4 (fused: a preparation warpgroup prepares chunk c + 1 into its stage while the state
-// warpgroups advance chunk c): v3's scan layout, offset for offset (the state warpgroups read it
-// as v3's), then lt, the inverse's scratch.
+// Three kernels lay it out (SmemLayout's `kernel`):
+//   kPrepKernel   the two-pass schedule's preparation (prep_kernel.cuh): one chunk per CTA (S = B = 1,
+//                 no v; L, the inverse's scratch and P_g are written over q and k once the products
+//                 are in registers); it writes A_g, P_g and the scalars of every chunk to a workspace
+//                 slot (workspace.h)
+//   kScanKernel   the two-pass schedule's scan (scan_kernel.cuh): it copies a slot in with q, k and
+//                 v, so a stage holds all of them (S = B = 3, one index), a buffer is where a slot's
+//                 pieces go, and there is no lt
+//   kFusedKernel  the fused schedule (fused_kernel.cuh): a preparation warpgroup prepares chunk
+//                 c + 1 into its stage while the state warpgroups advance chunk c; the scan's layout,
+//                 offset for offset (the state warpgroups read it as the scan's), then lt
 #pragma once
 
 namespace gdn::sm90 {
@@ -32,32 +31,19 @@ constexpr int kQKTileBytes = kChunk * kHeadDim * 2;
 constexpr int kHalfTileBytes = kChunk * 64 * 2;  // one [64][64] swizzled 16-bit tile
 constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows of 16-byte pieces
 
-// The kernel versions (Plan::kernel): v1 runs the chunk's phases one after another with the whole
-// CTA, v2 is warp-specialised (state warps and prep warps, the prep one chunk ahead), v3 prepares
-// every chunk in a kernel of its own, then scans (state warps and load warps). kPrepKernel names
-// the layout of v3's preparation kernel.
-constexpr int kKernelV1 = 1, kKernelV2 = 2, kKernelV3 = 3, kKernelV4 = 4, kPrepKernel = 10;
-// The chunk inverse's forms (Plan::inverse; chunk_prep.cuh invert_in_place): kInverseTf32, 16 x 16
-// diagonal blocks by fp32 forward substitution and three-product TF32 merges (v1, v2, v4); kInverseF16,
-// the same blocks and merges on f16 operands (v3, override); kInverseHier, 8 x 8 diagonal blocks by
-// fp32 elimination in registers and every merge level (8 -> 16 too) on f16 operands (v3's default
-// since the ninth session; v4 by override).
-enum InverseForm { kInverseTf32 = 0, kInverseF16 = 1, kInverseHier = 2 };
-constexpr int kPrepWarps = 4;  // v2, v4: the warps preparing the next chunk, after the state warps; v3: the load warps
+// The kernels whose shared memory SmemLayout describes (see above).
+enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2 };
+constexpr int kFusedBlockV = 128;  // the fused kernel's value columns per CTA: two state warpgroups
+constexpr int kPrepWarps = 4;      // the scan's load warps, the fused kernel's preparation warpgroup
 constexpr int kPrepKernelThreads = 128;
 // Preparation CTAs per SM (their launch bounds), both forms: the one per q/k head keeps its
 // K K^T / Q K^T tiles in registers across its group's heads in 128 registers without spills (three
 // CTAs of 166 registers measured slower: 16/64 4096x8 prep 564 against 514 us).
-// (Five CTAs of 96 registers per value head, measured 1.01-1.21x slower in the ninth session, were
-// an override until the twelfth, when the factored gate made them spill.)
 constexpr int kPrepCtasPerSm = 4;
 
-// Warps per CTA. v1: one per 16 value columns, at least 4 (the chunk's shared work is split four
-// ways). v2: one per 16 value columns (the state warps), then kPrepWarps.
-constexpr int warps_for(int block_v, int kernel = kKernelV1) {
-  return kernel == kKernelV2 || kernel == kKernelV3 || kernel == kKernelV4 ? block_v / kColsPerWarp + kPrepWarps
-                                                    : (block_v / kColsPerWarp > 4 ? block_v / kColsPerWarp : 4);
-}
+// Warps per CTA of the scan and the fused kernel: one per 16 value columns (the state warps), then
+// kPrepWarps.
+constexpr int warps_for(int block_v) { return block_v / kColsPerWarp + kPrepWarps; }
 constexpr int v_row_elems(int block_v) { return block_v + 8; }
 
 // Byte offset of 16-bit element (row, col) of a [rows][64] tile in the 128-byte swizzle: the
@@ -76,18 +62,14 @@ constexpr unsigned qk_offset(int row, int col) {
 // eu = rk e^(G - gam) (scales V_d into the state update), g (the decay before the cumsum).
 enum Scalar { kBeta, kGam, kRk, kRq, kEk, kEq, kEu, kG, kNumScalars };
 
-constexpr int stages_of(int kernel) {
-  return kernel == kKernelV2 || kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kPrepKernel ? 1 : 2;
-}
-constexpr int prep_buffers_of(int kernel) { return kernel == kKernelV3 || kernel == kKernelV4 ? 3 : kernel == kKernelV2 ? 2 : 1; }
 constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, then e^G and G (padded)
 
 struct SmemLayout {
   int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, scalars0 = 0, bytes = 0;
-  int stages = 2, buffers = 1;
-  int slot_stride = 0;  // v3: one buffer is [A_g | P_g | scalars], where a workspace slot's pieces go (workspace.h)
-  constexpr explicit SmemLayout(int block_v, int kernel = kKernelV1)
-      : stages(stages_of(kernel)), buffers(prep_buffers_of(kernel)) {
+  int stages = 3, buffers = 3;
+  int slot_stride = 0;  // the scan and the fused kernel: one buffer is [A_g | P_g | scalars], a workspace slot (workspace.h)
+  constexpr SmemLayout(int block_v, int kernel)
+      : stages(kernel == kPrepKernel ? 1 : 3), buffers(kernel == kPrepKernel ? 1 : 3) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
       q0 = 0, k0 = kQKTileBytes;
       lt = 0;                                                           // over q (and the start of k)
@@ -99,20 +81,12 @@ struct SmemLayout {
     int at = 0;
     q0 = at, at += stages * kQKTileBytes;
     k0 = at, at += stages * kQKTileBytes;
-    const bool slots = kernel == kKernelV3 || kernel == kKernelV4;  // a buffer per stage, laid out as a slot
-    if (slots) {
-      slot_stride = (2 * kHalfTileBytes + kScalarBytes + 1023) / 1024 * 1024;  // tiles stay 1 KiB aligned
-      ag0 = at, pg0 = at + kHalfTileBytes, scalars0 = at + 2 * kHalfTileBytes;
-      at += buffers * slot_stride;
-    } else {
-      ag0 = at, at += buffers * kHalfTileBytes;
-      pg0 = at, at += buffers * kHalfTileBytes;
-    }
+    slot_stride = (2 * kHalfTileBytes + kScalarBytes + 1023) / 1024 * 1024;  // tiles stay 1 KiB aligned
+    ag0 = at, pg0 = at + kHalfTileBytes, scalars0 = at + 2 * kHalfTileBytes;
+    at += buffers * slot_stride;
     v_stage = block_v > 0 ? kChunk * v_row_elems(block_v) * 2 : 0;
     v0 = at, at += stages * v_stage;
-    const bool inverts = kernel != kKernelV3;  // the scan of v3 reads A_g, it does not invert
-    lt = at, at += inverts ? kChunk * kLtStride * 4 : 0;
-    if (!slots) scalars0 = at, at += buffers * kScalarBytes;
+    lt = at, at += kernel == kFusedKernel ? kChunk * kLtStride * 4 : 0;  // the scan reads A_g, it does not invert
     bytes = at;
   }
   // Stage and buffer offsets by arithmetic (an array indexed by a run-time stage would live in
@@ -120,28 +94,26 @@ struct SmemLayout {
   constexpr int q(int stage) const { return q0 + stage * kQKTileBytes; }
   constexpr int k(int stage) const { return k0 + stage * kQKTileBytes; }
   constexpr int v(int stage) const { return v0 + stage * v_stage; }
-  constexpr int ag(int buf) const { return ag0 + buf * (slot_stride > 0 ? slot_stride : kHalfTileBytes); }
-  constexpr int pg(int buf) const { return pg0 + buf * (slot_stride > 0 ? slot_stride : kHalfTileBytes); }
-  constexpr int scalars(int buf) const { return scalars0 + buf * (slot_stride > 0 ? slot_stride : kScalarBytes); }
+  constexpr int ag(int buf) const { return ag0 + buf * slot_stride; }
+  constexpr int pg(int buf) const { return pg0 + buf * slot_stride; }
+  constexpr int scalars(int buf) const { return scalars0 + buf * slot_stride; }
   constexpr int exp_G(int buf) const { return scalars(buf) + kNumScalars * kChunk * 4; }
 };
 
-static_assert(SmemLayout(128).bytes <= 227 * 1024, "one CTA per SM must fit");
-static_assert(SmemLayout(64, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit");
-static_assert(SmemLayout(128, kKernelV3).bytes <= 227 * 1024, "one v3 scan CTA per SM must fit at block_v 128 too");
+static_assert(SmemLayout(64, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit");
+static_assert(SmemLayout(128, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit at block_v 128 too");
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
-static_assert(SmemLayout(64, kKernelV2).bytes <= 227 * 1024, "one v2 CTA per SM must fit");
-static_assert(SmemLayout(128, kKernelV4).bytes <= 227 * 1024, "one v4 CTA per SM must fit at block_v 128");
-// v4's state warpgroups are v3's and read v3's offsets.
+static_assert(SmemLayout(kFusedBlockV, kFusedKernel).bytes <= 227 * 1024, "one fused CTA per SM must fit");
+// The fused kernel's state warpgroups are the scan's and read the scan's offsets.
 constexpr bool same_scan_offsets(int bv) {
-  const SmemLayout a(bv, kKernelV3), b(bv, kKernelV4);
+  const SmemLayout a(bv, kScanKernel), b(bv, kFusedKernel);
   return a.q0 == b.q0 && a.k0 == b.k0 && a.ag0 == b.ag0 && a.pg0 == b.pg0 && a.scalars0 == b.scalars0 && a.v0 == b.v0 &&
          a.v_stage == b.v_stage && a.slot_stride == b.slot_stride && b.lt >= a.bytes;
 }
-static_assert(same_scan_offsets(64) && same_scan_offsets(128), "v4 is v3's layout plus lt");
-static_assert(SmemLayout(128).ag0 % 1024 == 0 && SmemLayout(128).pg0 % 1024 == 0, "swizzled tiles are 1 KiB aligned");
-static_assert(SmemLayout(64, kKernelV2).ag0 % 1024 == 0 && SmemLayout(64, kKernelV2).pg0 % 1024 == 0,
+static_assert(same_scan_offsets(kFusedBlockV), "the fused layout is the scan's plus lt");
+static_assert(SmemLayout(64, kScanKernel).ag0 % 1024 == 0 && SmemLayout(0, kPrepKernel).ag0 % 1024 == 0 &&
+                  SmemLayout(0, kPrepKernel).pg0 % 1024 == 0,
               "swizzled tiles are 1 KiB aligned");
 
 }  // namespace gdn::sm90

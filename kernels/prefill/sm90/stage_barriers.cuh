@@ -1,4 +1,4 @@
-// The per-stage mbarriers of the three-stage scan kernels (v3, v4): full (the producer's arrivals:
+// The per-stage mbarriers of the three-stage kernels (the scan, the fused kernel): full (the producer's arrivals:
 // the chunk is in, prepared where the kernel prepares it) and empty (the state warps' arrivals:
 // the chunk is consumed). Chunk j's phase of either barrier of stage j % 3 is j / 3.
 #pragma once

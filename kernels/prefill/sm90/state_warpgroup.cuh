@@ -10,7 +10,7 @@
 //   O^T           m64n64k16 x 4      B: P_g, K-major (likewise)
 //   S^T update    m64n64k16 x 4 x 2  B: k tile, MN-major (both 64-column halves of the head dim)
 // Per element these are the same k16 steps in the same order as mma.sync's, and the tensor cores
-// round them alike: the same bits as kernels v1-v3 on mma.sync (GPU test WgmmaGivesMmaSyncBits).
+// round them alike: the same bits as the mma.sync state warps (GPU test WgmmaGivesMmaSyncBits).
 // Turns (block_v 128, Plan::pingpong): the two warpgroups issue their products in turn, so one's
 // epilogue (W^T, the operand conversions, the decay, O's store) runs under the other's products
 // instead of both contending for the tensor cores and then both leaving them idle (FlashInfer's
@@ -21,7 +21,6 @@
 
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
-#include "prefill/sm90/phase_trace.cuh"
 #include "prefill/sm90/state_warp.cuh"
 
 namespace gdn::sm90 {
@@ -32,18 +31,15 @@ constexpr int kTurnBarrier = 2;
 
 // BV 64: warps 0-3, one warpgroup; BV 128: warps 0-7, two, each on its own 64 columns with the
 // same B tiles. kOneGroup: one wgmma group in flight at a time ((Q S)^T waited before W^T, not
-// beside it): at 192 registers (v4, the lean scan) two groups in flight make ptxas serialize every
+// beside it): at 192 registers (the fused kernel) two groups in flight make ptxas serialize every
 // wgmma of the kernel (C7512); one does not.
-template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup : StateWarp<In, BV, kKernelV3> {
+template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup : StateWarp<In, BV> {
   static_assert(BV == 64 || BV == 128, "whole warpgroups");
-  using Base = StateWarp<In, BV, kKernelV3>;
+  using Base = StateWarp<In, BV>;
   using Base::lane;
   using Base::lc;
   using Base::s;
   int turn_wg = -1;  // this warpgroup's index when the two take turns, else -1
-  // v4's phase trace (phase_trace.cuh): whether this thread marks, and as which role.
-  GDN_V4_TRACE_DO(bool traced = false;
-                  static __device__ int trace_role() { return threadIdx.x == 0 ? kTraceState0 : kTraceState1; })
 
   // The turns: await before a group of products is issued, pass once it is committed. Warpgroup 1
   // passes first (begin_turns) so that warpgroup 0 issues first, and warpgroup 0 takes one turn
@@ -79,7 +75,7 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
   template <bool kOut = true>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
-    constexpr SmemLayout L(BV, kKernelV3);
+    constexpr SmemLayout L(BV, kScanKernel);
     const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
     uint8_t* vt = smem + L.v(stage);
     const auto [ek, eq, eu] = Base::vectors(smem, buf);
@@ -110,7 +106,6 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
       }
       ptx::wgmma_fence_operands(flat(w));
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateU);)
       if constexpr (kOut && kOneGroup) {
         await_turn();
         ptx::wgmma_fence();
@@ -119,7 +114,6 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
         ptx::wgmma_wait_group<0>();
         ptx::wgmma_fence_operands(flat(o));
       }
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateQS);)
     }
     this->subtract_from_v(w, vt, ek);  // W^T = V^T - U^T diag(ek)
     // V_d^T = W^T A_g^T.
@@ -137,7 +131,6 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
       pass_turn();
       ptx::wgmma_wait_group<0>();
       ptx::wgmma_fence_operands(flat(vd));
-      GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateWVd);)
     }
     if constexpr (kOut) ptx::wgmma_fence_operands(flat(o));  // (Q S)^T has landed (with V_d^T, or before W^T)
     // S^T = e^G S^T + (V_d^T diag(eu)) K first (the chain), then O^T = (Q S)^T diag(eq) + V_d^T P_g^T
@@ -173,12 +166,10 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
     ptx::wgmma_wait_group<0>();
     ptx::wgmma_fence_operands(s_lo);
     ptx::wgmma_fence_operands(s_hi);
-    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateUpdateO);)
     if constexpr (kOut) {
       ptx::wgmma_fence_operands(flat(o));
       this->store_o(o, vt, rows, row0, a, h, vcol0);
     }
-    GDN_V4_TRACE_DO(trace_mark(trace_role(), traced, kTrStateStoreO);)
   }
 };
 

@@ -1,4 +1,4 @@
-// The device workspace kernel v3 writes and reads (workspace.h), one buffer per device, grown on
+// The device workspace of the two-pass schedule (workspace.h), one buffer per device, grown on
 // demand and kept for the process. Host-only.
 #pragma once
 

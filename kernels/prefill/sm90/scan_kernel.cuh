@@ -1,15 +1,15 @@
-// Kernel v3, second of its two kernels: the scan. The same CTA work and state warps as v1 and v2
-// (cta_work.cuh, state_warp.cuh), but a chunk's preparation is already in the workspace
-// (prep_kernel.cuh), so the state chain is all that is left in series. Warps 0 .. BV / 16 - 1 own
-// the state; the kPrepWarps after them only load:
+// The two-pass schedule's second kernel: the scan. A chunk's preparation is already in the
+// workspace (prep_kernel.cuh), so the state chain is all that is left in series. One CTA per
+// (value-column block, value head, sequence or segment) (cta_work.cuh); warps 0 .. BV / 16 - 1 own
+// the state (state_warp.cuh on mma.sync at block_v 32, state_warpgroup.cuh on wgmma at 64 and
+// 128); the kPrepWarps after them only load:
 //   load warps    copy chunk i + 1 (q, k, v and its workspace slot: A_g, P_g, the scalars) into
 //                 stage (i + 1) % 3 once chunk i - 2 is consumed, wait for chunk i, convert its
 //                 bf16 q/k to f16 in place, mark stage i % 3 full
 //   state warps   wait for stage j % 3 to be full, advance the state through chunk j, mark it empty
-// The roles meet only at these per-stage mbarriers, not at a CTA barrier per chunk. The arithmetic
-// is v1's, element for element, so v3 gives v1's bits (GPU test). With context parallelism (segments.h) a CTA scans one segment of its
-// sequence from the start state the fixup computed; the same kernel without outputs (kOut false)
-// is the transition pass.
+// The roles meet only at these per-stage mbarriers, not at a CTA barrier per chunk. With context
+// parallelism (segments.h) a CTA scans one segment of its sequence from the start state the fixup
+// computed; the same kernel without outputs (kOut false) is the transition pass.
 #pragma once
 
 #include <cuda/ptx>
@@ -24,7 +24,6 @@
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
-#include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/segments.h"
@@ -38,77 +37,27 @@ namespace gdn::sm90 {
 
 constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 
-// Workspace slot `slot` of value head h into stage `stage` (workspace.h). Full: the stage's buffer
-// is the slot as it lies in the workspace, one contiguous copy (slot_piece's mapping is the
-// identity there). Packed and lean: each piece to where slot_buffer_offset puts it; the
-// packed tiles' pieces right of the diagonal stay the zeros zero_tiles wrote, and the lean slot's
-// P_g is made here (scan_pg). kPg false: a full slot without P_g (the transition pass has no o).
-template <int BV, int NT, int kSlot, bool kPg = true>
+// Workspace slot `slot` of value head h into stage `stage` (workspace.h): the stage's buffer is the
+// slot as it lies in the workspace, one contiguous copy. kPg false: without P_g (the transition
+// pass has no o).
+template <int BV, int NT, bool kPg = true>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
-  constexpr SmemLayout L(BV, kKernelV3);
+  constexpr SmemLayout L(BV, kScanKernel);
   static_assert(L.pg0 == L.ag0 + kHalfTileBytes && L.scalars0 == L.ag0 + 2 * kHalfTileBytes && kSlotScalars == 2 * kHalfTileBytes,
-                "a buffer is a full slot, its parts where slot_buffer_offset puts them");
-  if constexpr (kSlot != kSlotFull) {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlot) + 16 * tid;
-    const uint32_t buf = smem_u32(smem) + L.ag(stage);
+                "a buffer is a slot");
+  const uint8_t* in = ws + slot_offset(slot, h, HV) + 16 * tid;
+  const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
 #pragma unroll
-    for (int m = 0; m < (slot_pieces(kSlot) + NT - 1) / NT; ++m) {
-      const int e = m * NT + tid;
-      if (e < slot_pieces(kSlot)) ptx::cp_async_16_zfill(buf + uint32_t(slot_buffer_offset(kSlot, e)), in + 16 * m * NT, true);
-    }
-  } else {
-    const uint8_t* in = ws + slot_offset(slot, h, HV, kSlotFull) + 16 * tid;
-    const uint32_t dst = smem_u32(smem) + L.ag(stage) + 16 * tid;
-#pragma unroll
-    for (int m = 0; m < (kFullSlotBytes / 16 + NT - 1) / NT; ++m)
-      if (const int e = m * NT + tid; e < kFullSlotBytes / 16 && (kPg || 16 * e < kSlotPg || 16 * e >= kSlotScalars))
-        ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
-  }
-}
-
-// P_g of stage `stage` from its q and k tiles (f16 by now) and its scalars (gam, rk, rq), by the
-// four load warps: the preparation's functions (chunk_prep.cuh), so the bits of a full slot's P_g.
-// The ten n-tile pairs of the four row blocks, at most three a warp, at most two at a time (the
-// load warps' registers at block_v 128): row blocks 3 and 2 split. The lean slot's scan only (its transition
-// pass has no outputs).
-template <int BV> __device__ __forceinline__ void scan_pg(uint8_t* smem, int stage, float scale, int ltid) {
-  const int lane = ltid & 31;
-  auto part = [&](auto rb, auto np0, auto np1) {
-    constexpr int RB = decltype(rb)::value, NP0 = decltype(np0)::value, NP1 = decltype(np1)::value;
-    RowBlockAcc<RB, NP0, NP1> acc;
-    product_mma<true, RB, BV, kKernelV3, NP0, NP1>(lane, smem, stage, acc);
-    product_store<true, RB, BV, kKernelV3, NP0, NP1>(lane, smem, stage, scale, acc);
-  };
-  using I0 = std::integral_constant<int, 0>;
-  using I1 = std::integral_constant<int, 1>;
-  using I2 = std::integral_constant<int, 2>;
-  using I3 = std::integral_constant<int, 3>;
-  using I4 = std::integral_constant<int, 4>;
-  switch (ltid >> 5) {
-    case 0: part(I3{}, I0{}, I2{}), part(I0{}, I0{}, I1{}); break;
-    case 1: part(I3{}, I2{}, I4{}); break;
-    case 2: part(I2{}, I0{}, I2{}); break;
-    default: part(I1{}, I0{}, I2{}), part(I2{}, I2{}, I3{}); break;
-  }
-}
-
-// Every stage's A_g and P_g tiles zeroed (packed slots bring only their lower pieces), by all
-// `threads` threads; the caller's CTA barrier follows. Fenced to the async proxy, which wgmma
-// reads through.
-template <int BV> __device__ __forceinline__ void zero_tiles(uint8_t* smem, int tid, int threads) {
-  constexpr SmemLayout L(BV, kKernelV3);
-  for (int e = tid; e < 3 * 2 * kHalfTileBytes / 16; e += threads) {
-    const int stage = e / (2 * kHalfTileBytes / 16), at = 16 * (e % (2 * kHalfTileBytes / 16));
-    *reinterpret_cast<uint4*>(smem + L.ag(stage) + at) = make_uint4(0u, 0u, 0u, 0u);
-  }
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  for (int m = 0; m < (kSlotBytes / 16 + NT - 1) / NT; ++m)
+    if (const int e = m * NT + tid; e < kSlotBytes / 16 && (kPg || 16 * e < kSlotPg || 16 * e >= kSlotScalars))
+      ptx::cp_async_16_zfill(dst + uint32_t(16 * m * NT), in + 16 * m * NT, true);
 }
 
 // bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside
 // f16's range, as the preparation converts them).
 template <class In, int BV, int NT, bool kQ = true> __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
-  constexpr SmemLayout L(BV, kKernelV3);
+  constexpr SmemLayout L(BV, kScanKernel);
   static_assert(L.k0 == L.q0 + 3 * kQKTileBytes, "q stages, then k stages");
   for (int e = kQ ? tid : tid + kQKTileBytes / 16; e < 2 * kQKTileBytes / 16; e += NT) {
     const int at = 16 * e;
@@ -125,14 +74,13 @@ template <class In, int BV, int NT, bool kQ = true> __device__ __forceinline__ v
 // sum_{c >= c0} G_c <= kWarmupLogDecay, or -1 (take the whole segment and M). One warp, 32
 // chunks per step from the end; G_c is the chunk's total log decay, gam at its last token (beside
 // e^G in the slot; all chunks of a segment but a sequence's last are full).
-template <int kSlot>
 __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, int c_begin, int c_end, int h, int HV, int lane) {
   float total = 0.f;
   for (int top = c_end - 1; top >= c_begin; top -= 32) {
     const int c = top - lane;
     float G = 0.f;
     if (c >= c_begin)
-      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV, kSlot) + slot_g_offset(kSlot));
+      G = *reinterpret_cast<const float*>(ws + slot_offset(slot0 + c, h, HV) + kSlotGOffset);
     // Inclusive suffix sum from the segment's end: lane i holds sum over chunks top - i .. top.
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -151,24 +99,18 @@ __device__ __forceinline__ int warmup_start(const uint8_t* ws, int64_t slot0, in
 // warpgroups take them (setmaxnreg) within what the CTA holds: 2 x 128 x 208 + 128 x 88 = 64512
 // (224 / 64 asks for 65536: setmaxnreg.inc then waits forever). 208 / 88 compiles without spills;
 // 224 / 56 spills 92 bytes (the load role), 216 / 72 12.
-// The lean slot's load warps also make P_g (scan_pg: two n-tile pairs' accumulators and scalars at
-// a time); at 88 whole row blocks spilled 288 bytes. They take 120 and the state warpgroups 192
-// (v4's split): no spills; coarser parts spilled at 200 / 104 (112 bytes) and 184 / 136 (24).
-constexpr int kStateRegs = 208, kLoadRegs = 88, kStateRegsLean = 192, kLoadRegsLean = 120;
+constexpr int kStateRegs = 208, kLoadRegs = 88;
 static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
-static_assert(2 * 128 * kStateRegsLean + 128 * kLoadRegsLean <= 168 * 384, "setmaxnreg within the CTA's launch registers");
 
-// kWg: the state warps are warpgroups on wgmma (state_warpgroup.cuh, block_v 64 or 128), else each
-// warp runs mma.sync (state_warp.cuh; block_v 32 or 64).
-// kSlot: the workspace slots' form (workspace.h SlotForm); lean: the load warps make P_g (scan_pg).
-// pingpong: block_v 128's two state warpgroups issue their products in turn (state_warpgroup.cuh).
-template <class In, int BV, bool kOut, bool kWg = false, int kSlot = kSlotFull>
-__global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
-    prefill_sm90_v3_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong) {
-  static_assert(BV == 32 || BV == 64 || (BV == 128 && kWg), "v3: block_v 32 or 64, or 128 on wgmma (setmaxnreg)");
-  static_assert(!kWg || BV >= 64, "wgmma: the state warps are whole warpgroups");
+// The state warps are warpgroups on wgmma (state_warpgroup.cuh) at block_v 64 and 128, else each
+// warp runs mma.sync (state_warp.cuh). pingpong: block_v 128's two state warpgroups issue their
+// products in turn (state_warpgroup.cuh).
+template <class In, int BV, bool kOut>
+__global__ void __launch_bounds__(warps_for(BV) * 32, 1)
+    prefill_sm90_scan_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong) {
+  static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
+  constexpr bool kWg = BV >= 64;
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
-  constexpr bool kPgHere = kSlot == kSlotLean && kOut;  // the load warps make P_g
   extern __shared__ __align__(1024) uint8_t smem[];
   // Launched as a programmatic dependent (Plan::pdl): the next kernel may start its CTAs, and this
   // one waits here for the kernel before it (the preparation's slots, the maps, the start states).
@@ -189,7 +131,7 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   if constexpr (!kOut) {
     __shared__ int warm_start;
     if (warp == 0) {
-      const int c0 = a.l2norm ? warmup_start<kSlot>(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
+      const int c0 = a.l2norm ? warmup_start(ws, slot0, w.c_begin, w.c_end, w.h, a.HV, tid) : -1;
       if (tid == 0) {
         warm_start = c0;
         if (w.vcol0 == 0) cp.warm[w.slot * a.HV + w.h] = c0 >= 0;
@@ -207,19 +149,16 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
   // state warps' arrivals): each role waits only for what it needs, with no CTA barrier per chunk.
   __shared__ StageBarriers bars;
   bars.init(tid, NL, kStateWarps * 32);
-  if constexpr (kSlot == kSlotPacked) zero_tiles<BV>(smem, tid, int(blockDim.x));
   __syncthreads();
 
   // The two roles in separate branches (ptxas allocates 215-217 registers instead of 229 for a
   // shared loop; and a role's registers can be rebalanced by setmaxnreg).
   if (is_state) {
-    if constexpr (BV == 128) ptx::setmaxnreg_inc<kPgHere ? kStateRegsLean : kStateRegs>();
-    std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, kKernelV3>> st;
+    if constexpr (BV == 128) ptx::setmaxnreg_inc<kStateRegs>();
+    std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
-    // Not in the lean slot's scan: at 192 / 120 registers the turns spill 32 bytes there, and one
-    // wgmma group at a time (kOneGroup) 60 (ptxas; that scan's wgmma stay serialized, C7512).
-    constexpr bool kTurns = kWg && BV == 128 && !kPgHere;
+    constexpr bool kTurns = BV == 128;
     if constexpr (kTurns) st.begin_turns(pingpong ? warp / 4 : -1);
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
@@ -234,12 +173,12 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
   } else {
-    if constexpr (BV == 128) ptx::setmaxnreg_dec<kPgHere ? kLoadRegsLean : kLoadRegs>();
+    if constexpr (BV == 128) ptx::setmaxnreg_dec<kLoadRegs>();
     auto load = [&](int i) {
       const int c = c_begin + i;
-      load_qk<BV, kKernelV3, NL, kOut>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
-      load_v<BV, kKernelV3, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-      load_slot<BV, NL, kSlot, kOut>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+      load_qk<BV, kScanKernel, NL, kOut>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+      load_v<BV, kScanKernel, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
+      load_slot<BV, NL, kOut>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
     };
     // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
     auto produce = [&](int i) {
@@ -252,13 +191,9 @@ __global__ void __launch_bounds__(warps_for(BV, kKernelV3) * 32, 1)
       if (i + 1 < count) produce(i + 1);
       __pipeline_commit();
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      if constexpr (!std::is_same_v<In, __half> || kPgHere) {
+      if constexpr (!std::is_same_v<In, __half>) {
         ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-        if constexpr (!std::is_same_v<In, __half>) qk_to_f16<In, BV, NL, kOut>(smem, i % 3, ltid);
-      }
-      if constexpr (kPgHere) {
-        if constexpr (!std::is_same_v<In, __half>) ptx::named_bar_sync(kLoadBarrier, NL);  // every row converted
-        scan_pg<BV>(smem, i % 3, a.scale, ltid);
+        qk_to_f16<In, BV, NL, kOut>(smem, i % 3, ltid);
       }
       // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
       if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);

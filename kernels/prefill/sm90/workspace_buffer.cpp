@@ -33,7 +33,7 @@ uint8_t* workspace_for(int64_t bytes, void* stream) {
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
   if (capture != cudaStreamCaptureStatusNone)
-    throw runtime_error(fmt::format("prefill/sm90 kernel v3 needs {:.1f} MiB of workspace and holds {:.1f} MiB: launch the "
+    throw runtime_error(fmt::format("prefill/sm90 (two_pass) needs {:.1f} MiB of workspace and holds {:.1f} MiB: launch the "
                                     "call once outside the graph capture so it can grow",
                                     bytes / 1048576.0, b.bytes / 1048576.0));
   CUDA_CHECK(cudaStreamSynchronize(s));
