@@ -14,7 +14,8 @@ const VariantRegistration kRegistration{Variant{
     "bandwidth-bound: one warp per state tile in registers (bf16 kept packed), 16-byte loads all in flight "
     "with an L2 keep-for-write-back hint, q/k/v staged by cp.async; K = 128, V % 16 == 0, bf16 inputs, vk and "
     "kv, fp32 and bf16 pools",
-    step::supports, step::launch_variant, step::tolerances(), false, step::plan_of}};
+    step::supports, step::launch_variant, step::tolerances(), false, step::plan_of, step::knobs(),
+    step::check_spec}};
 
 }  // namespace
 }  // namespace gdn

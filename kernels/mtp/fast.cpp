@@ -15,7 +15,8 @@ const VariantRegistration kRegistration{Variant{
     "T >= 8 (most T >= 6 with fp32 pools) without the cache (vk) in chunks of 8 on tensor cores (mma.sync bf16, the state split in two halves for fp32 accuracy; TF32 for large pipelined batches); "
     "read-only calls (vk, no cache) from the starting state's dots and the tokens' Gram table; "
     "K = 128, V % 16 == 0, bf16 inputs, T <= 64, vk and kv, fp32 and bf16 pools",
-    step::supports, step::launch_variant, step::tolerances(), false, step::plan_of}};
+    step::supports, step::launch_variant, step::tolerances(), false, step::plan_of, step::knobs(),
+    step::check_spec}};
 
 }  // namespace
 }  // namespace gdn

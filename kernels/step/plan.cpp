@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <stdexcept>
+
+#include "core/plan_spec.h"
 
 namespace gdn::step {
 
@@ -238,49 +239,39 @@ std::string check(const Plan& p, const Call& a) {
   return "";
 }
 
+const std::vector<PlanKnob>& knobs() {
+  static const std::vector<PlanKnob> table{
+      {"kernel",
+       {"decode_vk", "decode_kv", "tokens_vk", "tokens_kv", "read_only_vk", "mma", "mma_pipelined"},
+       "the kernel; knobs not set follow it (what the routing gives that kernel for the call)"},
+      {"depth", {"1", "2", "4"}, "CUDA-core kernels: vk rows per lane per load, or kv lanes per K row"},
+      {"tiles", {"1", "2", "4"}, "read_only_vk: tiles per warp (2 and 4 at depth 4)"},
+      {"form", {"bf16", "tf32"}, "tensor-core kernels: bf16 MMAs on a two-half state, or TF32"},
+      {"read_only", {"0", "1"}, "tensor-core kernels: the build without the state update"},
+  };
+  return table;
+}
+
+std::string check_spec(const std::string& spec) { return check_plan_knobs(knobs(), spec); }
+
 Plan apply_override(const Plan& chosen, std::string_view spec, const Call& a) {
-  auto fail = [&](std::string_view what) {
-    throw std::invalid_argument(fmt::format("step plan override '{}': {}", spec, what));
-  };
-  auto as_int = [&](std::string_view key, std::string_view v) {
-    if (v.empty() || v.size() > 2) fail(fmt::format("{} must be a small number (got '{}')", key, v));
-    int x = 0;
-    for (char c : v) {
-      if (c < '0' || c > '9') fail(fmt::format("{} must be a number (got '{}')", key, v));
-      x = x * 10 + (c - '0');
-    }
-    return x;
-  };
+  if (const std::string why = check_plan_knobs(knobs(), spec); !why.empty())
+    throw std::invalid_argument(fmt::format("plan '{}': {}", spec, why));
   Plan p = chosen;
   bool has_depth = false, has_tiles = false, has_form = false, has_read_only = false;
-  size_t i = 0;
-  while (i < spec.size()) {
-    const size_t end = spec.find_first_of(", ", i);
-    const std::string_view pair = spec.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
-    i = end == std::string_view::npos ? spec.size() : end + 1;
-    if (pair.empty()) continue;
-    const size_t eq = pair.find('=');
-    if (eq == std::string_view::npos) fail(fmt::format("expected key=value (got '{}')", pair));
-    const std::string_view key = pair.substr(0, eq), value = pair.substr(eq + 1);
-    if (key == "kernel") {
-      bool found = false;
+  for (const auto& [knob, value] : parse_plan_spec(spec)) {  // names and values checked above
+    if (knob == "kernel") {
       for (Kernel k : {Kernel::decode_vk, Kernel::decode_kv, Kernel::tokens_vk, Kernel::tokens_kv,
                        Kernel::read_only_vk, Kernel::mma, Kernel::mma_pipelined})
-        if (to_string(k) == value) p.kernel = k, found = true;
-      if (!found) fail(fmt::format("unknown kernel '{}'", value));
-    } else if (key == "form") {
-      if (value == "bf16") p.form = MmaForm::bf16;
-      else if (value == "tf32") p.form = MmaForm::tf32;
-      else fail(fmt::format("form must be bf16 or tf32 (got '{}')", value));
-      has_form = true;
-    } else if (key == "depth") {
-      p.depth = as_int(key, value), has_depth = true;
-    } else if (key == "tiles") {
-      p.tiles = as_int(key, value), has_tiles = true;
-    } else if (key == "read_only") {
-      p.read_only = as_int(key, value) != 0, has_read_only = true;
-    } else {
-      fail(fmt::format("unknown key '{}' (kernel, depth, tiles, form, read_only)", key));
+        if (to_string(k) == value) p.kernel = k;
+    } else if (knob == "form") {
+      p.form = value == "tf32" ? MmaForm::tf32 : MmaForm::bf16, has_form = true;
+    } else if (knob == "depth") {
+      p.depth = std::stoi(value), has_depth = true;
+    } else if (knob == "tiles") {
+      p.tiles = std::stoi(value), has_tiles = true;
+    } else if (knob == "read_only") {
+      p.read_only = value == "1", has_read_only = true;
     }
   }
   // Fields not named follow a changed kernel: what choose() would give it for this call.
@@ -294,13 +285,12 @@ Plan apply_override(const Plan& chosen, std::string_view spec, const Call& a) {
   return p;
 }
 
-Plan plan_for(const Call& a) {
+Plan plan_for(const Call& a, std::string_view spec) {
   Plan p = choose(a);
-  if (const char* spec = std::getenv("GDNBENCH_STEP_PLAN"); spec != nullptr && *spec != '\0') {
-    p = apply_override(p, spec, a);
-    if (const std::string why = check(p, a); !why.empty())
-      throw std::invalid_argument(fmt::format("GDNBENCH_STEP_PLAN='{}': {}", spec, why));
-  }
+  if (spec.empty()) return p;
+  p = apply_override(p, spec, a);
+  if (const std::string why = check(p, a); !why.empty())
+    throw std::invalid_argument(fmt::format("plan '{}': {}", spec, why));
   return p;
 }
 

@@ -1,14 +1,17 @@
 // The routing of decode/fast and mtp/fast as data: which kernel of this family serves a call,
 // with which tile, on which tensor-core form, and the register budget it was built for. Host
 // code (C++17, no CUDA), so tests call choose() without a GPU and every report records the plan
-// of every case; GDNBENCH_STEP_PLAN overrides fields of it, so an A/B is one binary and one run.
+// of every case; the `plan` axis (docs/plans.md) sets fields of it through the knobs below, so an
+// A/B is one config, one run and one report.
 // The measurements behind each threshold: kernels/step/README.md "Plan rules".
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/registry.h"
 #include "core/shape.h"
 
 namespace gdn::step {
@@ -131,14 +134,19 @@ Plan mma_plan(const Call& a);  // the tensor-core kernel, build and form for cal
 Plan cuda_core_plan(const Call& a, int depth);
 // "" when plan p can run call a (a kernel of the family takes the call with this tile), else why.
 std::string check(const Plan& p, const Call& a);
-// `chosen` (the plan of call a) with fields replaced from "key=value" pairs separated by ',' or
-// ' ' (kernel, depth, tiles, form, read_only), e.g. "kernel=mma,form=bf16"; fields not named
-// follow a changed kernel (what choose() gives it for a). Throws std::invalid_argument naming
-// the pair. The result is not checked: see check().
+// The knobs of decode/fast and mtp/fast, one per field of Plan (the `plan` axis sets them).
+const std::vector<PlanKnob>& knobs();
+// "" when spec names knobs of knobs() with values they take, else why not: the registrations'
+// check_plan, run when a config loads. Whether a call can run the plan is check()'s question.
+std::string check_spec(const std::string& spec);
+// `chosen` (the plan of call a) with fields replaced by the settings of a plan spec, e.g.
+// "kernel=mma,form=bf16"; fields not named follow a changed kernel (what choose() gives it for
+// a). Throws std::invalid_argument when check_spec refuses the spec. The result is not checked
+// against the call: see check().
 Plan apply_override(const Plan& chosen, std::string_view spec, const Call& a);
-// choose(a), with the override of GDNBENCH_STEP_PLAN when it is set, checked: throws
-// std::invalid_argument when the result cannot run the call.
-Plan plan_for(const Call& a);
+// choose(a) with the settings of spec ("" = the default plan), checked: throws
+// std::invalid_argument naming the spec when the result cannot run the call.
+Plan plan_for(const Call& a, std::string_view spec);
 
 // The routing rules choose() is made of (exposed for the tests that pin them).
 bool uses_decode_kernel(const Call& a);

@@ -13,12 +13,13 @@
 
 namespace gdn::step {
 
-// "" when the family handles the shape, else why not.
+// "" when the family handles the shape, its plan (Shape::plan) included, else why not.
 std::string supports(const Shape& s);
 // Enqueues the call of shape s on tensors t with plan p on `stream` (a cudaStream_t). Throws
 // gdn::runtime_error when the plan cannot run the call (check()) or the launch fails.
 void launch(const Shape& s, const TensorSet& t, const Plan& p, void* stream);
-// The registry's entry points of decode/fast and mtp/fast: the plan_for() of the shape's call.
+// The registry's entry points of decode/fast and mtp/fast: the plan_for() of the shape's call
+// and plan spec.
 void launch_variant(const Shape& s, const TensorSet& t, const LaunchContext& ctx);
 std::string plan_of(const Shape& s);
 std::vector<Tolerance> tolerances();

@@ -15,6 +15,7 @@
 #include "core/errors.h"
 #include "core/fnv.h"
 #include "core/op.h"
+#include "core/plan_spec.h"
 #include "core/registry.h"
 
 namespace gdn {
@@ -257,6 +258,22 @@ Axis parse_pool(const Checker& c, const ConfigNode& n, const std::string& path) 
   return out;
 }
 
+// A plan spec or a list of them: "default" (or "") is each variant's default plan; the rest are
+// normalised here (docs/plans.md) and checked against the matched variants by check_plans.
+Axis parse_plan_axis(const Checker& c, const ConfigNode& n, const std::string& path) {
+  Axis out;
+  for_each_value(c, n, path, [&](const ConfigNode& v, const std::string& p) {
+    std::string spec;
+    try {
+      spec = normalize_plan_spec(v.is_scalar() && scalar_type(v) == ScalarType::null ? std::string() : c.text(v, p));
+    } catch (const std::invalid_argument& e) {
+      c.fail(v, p, e.what());
+    }
+    out.push_back({v.line, p, v.describe(), [spec](Point& pt) { pt.shape.plan = spec; }});
+  });
+  return out;
+}
+
 // ---- keys -----------------------------------------------------------------------------------------
 
 using AxisParser = std::function<Axis(const Checker&, const ConfigNode&, const std::string&)>;
@@ -325,6 +342,7 @@ AxisParser axis_parser(std::string_view key) {
       {"seqlens", parse_seqlens_axis},
       {"tokens", int_axis(2, 64, +[](Point& p, int64_t v) { p.shape.tokens = int(v); })},
       {"batch", int_axis(1, INT64_MAX, +[](Point& p, int64_t v) { p.shape.batch = v; })},
+      {"plan", parse_plan_axis},
   };
   auto it = parsers.find(key);
   if (it == parsers.end()) throw std::logic_error(fmt::format("config: no parser for axis '{}'", key));
@@ -502,6 +520,36 @@ void check_variant(const Checker& c, const CaseSpec& spec, const Entry* entry, i
   c.fail(line, at, fmt::format("matches no {} variant; {}", op, listing), spec.variant_glob);
 }
 
+// Every non-default plan of the case must be taken by each matched variant that declares knobs,
+// and at least one matched variant must declare knobs: a typo in a knob stops the load rather
+// than turning every record of the sweep into a skip. Variants without knobs skip such points.
+void check_plans(const Checker& c, const CaseSpec& spec, const std::vector<NamedAxis>& axes) {
+  auto axis = std::find_if(axes.begin(), axes.end(), [](const NamedAxis& a) { return a.key == "plan"; });
+  if (axis == axes.end()) return;
+  const auto matched = Registry::instance().match(spec.op, spec.variant_glob);
+  for (const AxisValue& v : axis->values) {
+    Point pt;
+    v.apply(pt);
+    const std::string& plan = pt.shape.plan;
+    if (plan.empty()) continue;
+    bool taken = false;
+    for (const Variant* var : matched) {
+      if (var->knobs.empty()) continue;
+      taken = true;
+      const std::string why = var->check_plan ? var->check_plan(plan) : check_plan_knobs(var->knobs, plan);
+      if (!why.empty()) c.fail(v.line, v.path, fmt::format("{} does not take this plan: {}", var->name, why), v.shown);
+    }
+    if (taken) continue;
+    std::vector<std::string> with_knobs;
+    for (const auto& var : Registry::instance().variants())
+      if (var.op == spec.op && !var.test_only && !var.knobs.empty()) with_knobs.push_back(var.name);
+    c.fail(v.line, v.path,
+           fmt::format("no matched variant takes a plan (variant '{}'; {} variants with knobs: {})", spec.variant_glob,
+                       to_string(spec.op), with_knobs.empty() ? "none" : join(with_knobs)),
+           v.shown);
+  }
+}
+
 CaseSpec build_case(const Checker& c, const ConfigNode& node, std::size_t index, const std::map<std::string, Entry>& defaults,
                     std::size_t& budget) {
   const std::string path = element("cases", index);
@@ -540,6 +588,7 @@ CaseSpec build_case(const Checker& c, const ConfigNode& node, std::size_t index,
 
   auto variant = entries.find("variant");
   check_variant(c, spec, variant == entries.end() ? nullptr : &variant->second, node.line, path);
+  check_plans(c, spec, axes);
   expand(c, spec, axes, node.line, path, budget);
   return spec;
 }

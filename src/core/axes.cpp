@@ -81,6 +81,10 @@ std::vector<AxisDef> make_axes() {
        [](const Shape& s) { return fmt::format(" T={}", s.tokens); }},
       {"batch", kBitSteps, "int", {"batch"}, GDN_FIELD_IO(batch, "batch"), 4,
        [](const Shape& s) { return fmt::format(" B={}", s.batch); }},
+      // Last in the table, so it turns fastest: the plans of one shape run one after another.
+      // Last in the key too, and absent for the default plan: default-plan keys are unchanged.
+      {"plan", kBitAll, "plan spec", {"plan"}, GDN_FIELD_IO(plan, "plan"), 19,
+       [](const Shape& s) { return s.plan.empty() ? std::string() : " plan=" + s.plan; }},
   };
 }
 

@@ -112,6 +112,11 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
 
+  // A variant without knobs runs its default plan only (docs/plans.md); a variant with knobs
+  // refuses, in supports, a plan the shape cannot run.
+  if (!item.shape.plan.empty() && v.knobs.empty())
+    return finish(CaseStatus::skipped, fmt::format("takes no plan (runs its default plan only): plan={}", item.shape.plan)),
+           true;
   if (auto why = v.supports(item.shape); !why.empty()) return finish(CaseStatus::skipped, why), true;
   if (v.plan) {
     try {

@@ -11,6 +11,7 @@
 #include "config/config.h"
 #include "core/errors.h"
 #include "core/fnv.h"
+#include "core/plan_spec.h"
 #include "core/registry.h"
 
 namespace gdn {
@@ -30,6 +31,21 @@ const VariantRegistration kPrefillStandIn(stand_in("prefill/cfgtest_alpha", OpKi
 const VariantRegistration kDecodeStandIn(stand_in("decode/cfgtest_alpha", OpKind::decode));
 const VariantRegistration kMtpStandIn(stand_in("mtp/cfgtest_alpha", OpKind::mtp));
 const VariantRegistration kHiddenStandIn(stand_in("prefill/cfgtest_hidden", OpKind::prefill, true));
+
+// A stand-in with knobs (test-only: named exactly, never by a wildcard), and a rule between its
+// knobs that its check_plan adds to the table's.
+Variant knobbed_stand_in() {
+  Variant v = stand_in("decode/cfgtest_knobs", OpKind::decode, true);
+  v.knobs = {{"tile", {"1", "2", "4"}, "rows per lane"}, {"mode", {"fast", "safe"}, "the build"}};
+  v.check_plan = [knobs = v.knobs](const std::string& spec) {
+    if (auto why = check_plan_knobs(knobs, spec); !why.empty()) return why;
+    return spec.find("tile=4") != std::string::npos && spec.find("mode=safe") != std::string::npos
+               ? std::string("tile 4 has no safe build")
+               : std::string();
+  };
+  return v;
+}
+const VariantRegistration kKnobbedStandIn(knobbed_stand_in());
 
 SweepConfig yaml(const std::string& text) { return parse_config(text, "t.yaml"); }
 
@@ -134,7 +150,8 @@ TEST(Config, CaseKeysListAxesInExpansionOrder) {
   EXPECT_LT(pos("state_dtype"), pos("layout"));
   EXPECT_LT(pos("heads"), pos("seqlens"));
   EXPECT_LT(pos("tokens"), pos("batch"));
-  EXPECT_EQ(keys.back(), "batch");
+  EXPECT_LT(pos("batch"), pos("plan"));
+  EXPECT_EQ(keys.back(), "plan");  // the plans of one shape run one after another
 }
 
 TEST(Config, HeadsForms) {
@@ -514,6 +531,59 @@ TEST(ConfigErrors, TooManyPoints) {
                            "    index_dtype: [i64, i32]\n    head_dim: [64, 128]\n    batch: [" +
                            batches + "]\n";
   EXPECT_TRUE(rejects_yaml(text, 2, "cases[0]", "more than 100000 points"));
+}
+
+// ---- the plan axis (docs/plans.md) -------------------------------------------------------------------
+
+TEST(ConfigPlans, SpecsAreNormalisedAndTurnFastest) {
+  auto cfg = yaml("cases:\n  - op: decode\n    variant: cfgtest_knobs\n    batch: [1, 2]\n"
+                  "    plan: [default, \" tile = 2 , mode=fast \", \"\"]\n");
+  const auto& s = cfg.cases.at(0).shapes;
+  ASSERT_EQ(s.size(), 6u);
+  std::vector<std::pair<int64_t, std::string>> got;
+  for (const auto& x : s) got.emplace_back(x.batch, x.plan);
+  EXPECT_EQ(got, (std::vector<std::pair<int64_t, std::string>>{
+                     {1, ""}, {1, "tile=2,mode=fast"}, {1, ""}, {2, ""}, {2, "tile=2,mode=fast"}, {2, ""}}));
+  // The default plan keeps the key it always had; another plan adds one part, last.
+  EXPECT_EQ(s[1].key(), s[0].key() + " plan=tile=2,mode=fast");
+  EXPECT_EQ(s[0].key().find("plan"), std::string::npos);
+  // One value, from defaults, JSON: the same rules.
+  EXPECT_EQ(yaml("defaults:\n  plan: mode=safe\ncases:\n  - op: decode\n    variant: cfgtest_knobs\n")
+                .cases[0].shapes.at(0).plan, "mode=safe");
+  EXPECT_EQ(parse_config(R"({"cases": [{"op": "decode", "variant": "cfgtest_knobs", "plan": ["tile=1"]}]})", "t.json")
+                .cases[0].shapes.at(0).plan, "tile=1");
+}
+
+TEST(ConfigPlans, VariantsWithoutKnobsMayShareTheCase) {
+  // decode/fast declares knobs, decode/cpu does not: the load accepts the plan (decode/cpu
+  // skips those points when the sweep runs).
+  auto cfg = yaml("cases:\n  - op: decode\n    variant: \"*\"\n    plan: [default, \"kernel=mma, form=bf16\"]\n");
+  EXPECT_EQ(cfg.cases.at(0).shapes.at(1).plan, "kernel=mma,form=bf16");
+}
+
+TEST(ConfigErrors, BadPlansNameFileLineKeyAndValue) {
+  const std::string head = "cases:\n  - op: decode\n    variant: cfgtest_knobs\n";
+  // Malformed specs, whatever the variants.
+  EXPECT_TRUE(rejects_yaml(head + "    plan: tile\n", 4, "cases[0].plan", "'tile' is not knob=value (got tile)"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: \"tile=1,tile=2\"\n", 4, "cases[0].plan", "knob 'tile' is set twice"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: \"tile=1,\"\n", 4, "cases[0].plan", "empty knob=value pair"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: \"tile=1;mode=fast\"\n", 4, "cases[0].plan", "letters, digits"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: {tile: 1}\n", 4, "cases[0].plan", "not a map"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: []\n", 4, "cases[0].plan", "empty list"));
+  // Specs the matched variant does not take: an unknown knob, a value, the family's own rule.
+  EXPECT_TRUE(rejects_yaml(head + "    plan:\n      - default\n      - colour=red\n", 6, "cases[0].plan[1]",
+                           "decode/cfgtest_knobs does not take this plan: unknown knob 'colour' (knobs: tile, mode)"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: tile=3\n", 4, "cases[0].plan", "knob tile takes 1, 2, 4, not '3'"));
+  EXPECT_TRUE(rejects_yaml(head + "    plan: \"tile=4,mode=safe\"\n", 4, "cases[0].plan", "tile 4 has no safe build"));
+  // No matched variant declares knobs: the plan could never run.
+  EXPECT_TRUE(rejects_yaml("cases:\n  - op: decode\n    variant: cfgtest_alpha\n    plan: tile=2\n", 4, "cases[0].plan",
+                           "no matched variant takes a plan (variant 'cfgtest_alpha'; decode variants with knobs:"));
+  // From defaults: blamed on defaults, checked against each case's variants.
+  EXPECT_TRUE(rejects_yaml("defaults:\n  plan: kernel=mma\ncases:\n  - op: decode\n    variant: cfgtest_knobs\n", 2,
+                           "defaults.plan", "unknown knob 'kernel'"));
+  // Shipped variants: a knob value the step family does not have.
+  EXPECT_TRUE(rejects_yaml("cases:\n  - op: mtp\n    tokens: 4\n    variant: mtp/fast\n    plan: depth=3\n", 5,
+                           "cases[0].plan", "mtp/fast does not take this plan: knob depth takes 1, 2, 4"));
 }
 
 }  // namespace

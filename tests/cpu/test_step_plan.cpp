@@ -1,11 +1,11 @@
 // The routing of the step kernel family (kernels/step/plan.h) without a GPU: which kernel, tile
-// depth and tensor-core form each call gets, the override that forces a plan for an A/B, the
+// depth and tensor-core form each call gets, the knobs the `plan` axis sets for an A/B, the
 // checks that refuse plans a kernel cannot run, and the plan line reports record.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/registry.h"
 #include "step/plan.h"
@@ -167,22 +167,54 @@ TEST(StepPlan, OverrideForcesFieldsAndFillsTheRest) {
   EXPECT_EQ(mma, (Plan{Kernel::mma, 0, 1, MmaForm::bf16, false}));
   EXPECT_EQ(step::check(mma, m), "");
   EXPECT_EQ(step::apply_override(chosen, "depth=1", m).depth, 1);
-  EXPECT_EQ(step::apply_override(chosen, "kernel=mma_pipelined form=tf32", m).form, MmaForm::tf32);
+  EXPECT_EQ(step::apply_override(chosen, "kernel=mma_pipelined, form = tf32", m).form, MmaForm::tf32);
   EXPECT_EQ(step::apply_override(mma, "kernel=tokens_vk", m), chosen);
   EXPECT_THROW(step::apply_override(chosen, "kernel=warp9", m), std::invalid_argument);
   EXPECT_THROW(step::apply_override(chosen, "depth", m), std::invalid_argument);
   EXPECT_THROW(step::apply_override(chosen, "depth=x", m), std::invalid_argument);
   EXPECT_THROW(step::apply_override(chosen, "colour=red", m), std::invalid_argument);
+  EXPECT_THROW(step::apply_override(chosen, "depth=3", m), std::invalid_argument);  // not a value of the knob
+  EXPECT_THROW(step::apply_override(chosen, "depth=1,depth=2", m), std::invalid_argument);
 }
 
-TEST(StepPlan, EnvironmentOverrideReachesPlanFor) {
+TEST(StepPlan, PlanSpecReachesPlanFor) {
   const Call m = call_of(16, 32, Layout::vk, DType::f32, 4);
-  ASSERT_EQ(setenv("GDNBENCH_STEP_PLAN", "kernel=mma", 1), 0);
-  EXPECT_EQ(step::plan_for(m).kernel, Kernel::mma);
-  ASSERT_EQ(setenv("GDNBENCH_STEP_PLAN", "kernel=decode_kv", 1), 0);  // cannot run this call
-  EXPECT_THROW(step::plan_for(m), std::invalid_argument);
-  ASSERT_EQ(unsetenv("GDNBENCH_STEP_PLAN"), 0);
-  EXPECT_EQ(step::plan_for(m), step::choose(m));
+  EXPECT_EQ(step::plan_for(m, "kernel=mma").kernel, Kernel::mma);
+  EXPECT_THROW(step::plan_for(m, "kernel=decode_kv"), std::invalid_argument);  // cannot run this call
+  EXPECT_EQ(step::plan_for(m, ""), step::choose(m));
+}
+
+TEST(StepPlan, KnobsAreOneTableTheVariantsDeclare) {
+  std::vector<std::string> names;
+  for (const auto& k : step::knobs()) {
+    names.push_back(k.name);
+    EXPECT_FALSE(k.values.empty()) << k.name;
+    EXPECT_FALSE(k.help.empty()) << k.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"kernel", "depth", "tiles", "form", "read_only"}));
+  for (const char* name : {"decode/fast", "mtp/fast"}) {
+    const Variant* v = Registry::instance().find(name);
+    ASSERT_NE(v, nullptr) << name;
+    EXPECT_EQ(v->knobs.size(), step::knobs().size()) << name;
+    ASSERT_TRUE(v->check_plan) << name;
+    EXPECT_EQ(v->check_plan("kernel=mma,form=bf16"), "") << name;
+    EXPECT_NE(v->check_plan("kernel=warp9").find("kernel"), std::string::npos) << name;
+    EXPECT_NE(v->check_plan("colour=red").find("unknown knob 'colour'"), std::string::npos) << name;
+    EXPECT_NE(v->check_plan("depth"), "") << name;
+  }
+}
+
+TEST(StepPlan, ShapesThatCannotRunThePlanAreSkips) {
+  Shape s;
+  s.op = OpKind::mtp, s.batch = 16, s.tokens = 4, s.h_qk = 16, s.h_v = 32, s.dk = s.dv = 128;
+  s.plan = "kernel=mma";
+  EXPECT_EQ(step::supports(s), "");
+  EXPECT_NE(Registry::instance().find("mtp/fast")->plan(s).find("mma form=bf16"), std::string::npos);
+  s.plan = "kernel=decode_kv";  // a valid spec this call cannot run
+  EXPECT_NE(step::supports(s).find("decode_kv takes"), std::string::npos) << step::supports(s);
+  s.plan = "kernel=mma";
+  s.layout = Layout::kv;
+  EXPECT_NE(step::supports(s), "");
 }
 
 TEST(StepPlan, DescribeNamesTheKernelTileAndRegisterBudget) {

@@ -283,6 +283,28 @@ def check_list(c):
         os.unlink(f.name)
 
 
+def check_plan_points(c):
+    """A point with a non-default plan (the `plan` axis: our variants' knobs) is nothing a peer
+    runs: the harness leaves it out, and keys it like gdnbench (" plan=..." last) when asked."""
+    from peerlib import cli
+    plain = sh.normalize({"op": "decode", "batch": 32})
+    knobbed = dict(plain, plan="kernel=mma")
+    c(sh.shape_key(knobbed) == sh.shape_key(plain) + " plan=kernel=mma", f"plan key: {sh.shape_key(knobbed)}")
+    points = [{"case": "c", "op": "decode", "seed": 0, "shape": s, "shape_key": sh.shape_key(s)} for s in (plain, knobbed)]
+    args = SimpleNamespace(ops=["decode"], cases=None, first=0, count=0)
+    picked = [p["shape_key"] for p in cli.selected_points(args, {"points": points})]
+    c(picked == [sh.shape_key(plain)], f"only the default-plan point is run: {picked}")
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"config": {"path": "t.yaml", "hash": "0"}, "points": points}, f)
+    try:
+        r = subprocess.run([sys.executable, os.path.join(PEERS_DIR, "flashinfer_peer.py"), "--list", "--plan", f.name],
+                           capture_output=True, text=True)
+        c(r.returncode == 0 and "plan=" not in r.stdout and sh.shape_key(plain) in r.stdout,
+          f"--list leaves the plan point out: {r.stdout[-400:]} {r.stderr}")
+    finally:
+        os.unlink(f.name)
+
+
 def check_resume_reverifies(c):
     """--resume keeps finished records, but not one left unverified for its length that the
     current --verify-max-steps covers (it runs again, verified)."""
@@ -323,7 +345,7 @@ def check_resume_reverifies(c):
 def main():
     c = Checker()
     for part in (check_decode, check_mtp, check_prefill, check_caps_and_loading, check_fla_dispatch,
-                 check_every_variant_maps, check_list, check_resume_reverifies):
+                 check_every_variant_maps, check_list, check_plan_points, check_resume_reverifies):
         part(c)
     print(f"peer mapping: {c.passed} passed, {c.failed} failed")
     return 0 if c.failed == 0 else 1

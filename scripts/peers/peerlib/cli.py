@@ -80,8 +80,10 @@ def load_plan(peer, path):
 
 
 def selected_points(args, plan):
-    """The plan points this run covers: --ops, --cases, then the --first/--count window."""
-    points = [pt for pt in plan["points"] if pt.get("op") in args.ops and (not args.cases or pt["case"] in args.cases)]
+    """The plan points this run covers: the default-plan points (a non-default `plan` is one of
+    our variants' knobs, nothing a peer runs), --ops, --cases, then the --first/--count window."""
+    points = [pt for pt in plan["points"] if pt.get("op") in args.ops and (not args.cases or pt["case"] in args.cases)
+              and sh.default_plan(pt)]
     points = points[args.first:]
     return points[: args.count] if args.count > 0 else points
 

@@ -11,7 +11,7 @@ DEFAULTS = {
     "l2norm": True, "gate": "log", "inputs": "standard", "scale": 0.0, "seqlens": [],
     "has_h0": True, "batch": 1, "tokens": 1, "state_dtype": "f32", "layout": "vk", "pool": 0,
     "indices": "identity", "index_dtype": "i64", "cache_intermediate": False, "update_state": True,
-    "rollback": False,
+    "rollback": False, "plan": "",
 }
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
@@ -114,7 +114,15 @@ def shape_key(shape):
         k += f" inputs={s['inputs']}"
     if s["scale"] > 0:
         k += f" scale={_fmt_double(s['scale'])}"
+    if s["plan"]:
+        k += f" plan={s['plan']}"
     return k
+
+
+def default_plan(point):
+    """Whether a plan point runs each variant's default plan: a peer has no plans of ours, so
+    the harness runs only these (the `plan` axis, docs/plans.md)."""
+    return not point.get("shape", {}).get("plan", "")
 
 
 def check_axes(table):
