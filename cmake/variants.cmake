@@ -14,9 +14,6 @@ gdn_add_variant(kernels/mtp/cpu.cpp)
 gdn_add_variant(kernels/prefill/cuda_recurrent.cu ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/decode/cuda_simple.cu ARCHS 75 80 90 100 120)
 gdn_add_variant(kernels/mtp/cuda_simple.cu ARCHS 75 80 90 100 120)
-gdn_add_variant(kernels/decode/broken.cu TEST_ONLY ARCHS 75 80 90 100 120)
-gdn_add_variant(kernels/decode/cpu_broken.cpp TEST_ONLY)
-gdn_add_variant(kernels/decode/cpu_crash.cpp TEST_ONLY)
 
 # Bandwidth-bound production decode / mtp (the step family: Ampere and newer, cp.async staging).
 gdn_add_variant(kernels/decode/fast.cpp)

@@ -6,7 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${BIN_DIR:-}" ]; then
   rc=0
-  for t in "$BIN_DIR"/gpu_test_*; do
+  for t in "$BIN_DIR"/gpu_tests; do
     echo "== $(basename "$t")"
     "$t" --gtest_brief=1 || rc=1
   done

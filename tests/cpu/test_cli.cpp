@@ -1,4 +1,5 @@
-// The real binary's exit codes and messages (README "Exit codes").
+// The real binary's exit codes and messages (README "Exit codes"): GDN_BINARY is gdnbench-testing,
+// the shipped CLI with the test-only variants; GDN_PRODUCT_BINARY is the shipped gdnbench.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -16,8 +17,8 @@ struct Result {
   std::string out;
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(GDN_BINARY) + " " + args + " 2>&1";
+Result run(const std::string& args, const char* binary = GDN_BINARY) {
+  std::string cmd = std::string(binary) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   Result r{-1, ""};
   std::array<char, 4096> buf;
@@ -83,6 +84,14 @@ TEST(Cli, ListShowsCpuVariantsRunnableHere) {
   for (const char* v : {"prefill/cpu", "decode/cpu", "mtp/cpu"}) EXPECT_NE(r.out.find(v), std::string::npos) << v;
   EXPECT_EQ(r.out.find("decode/cpu_broken"), std::string::npos) << "test-only variants are hidden without --all";
   EXPECT_NE(run("list --all").out.find("decode/cpu_broken"), std::string::npos);
+}
+
+TEST(Cli, ShippedBinaryCarriesNoTestOnlyVariant) {
+  auto r = run("list --all", GDN_PRODUCT_BINARY);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("decode/cpu"), std::string::npos) << r.out;
+  for (const char* v : {"decode/cpu_broken", "decode/cpu_crash", "decode/broken", "TEST ONLY"})
+    EXPECT_EQ(r.out.find(v), std::string::npos) << v << " is test-only\n" << r.out;
 }
 
 TEST(Cli, VerifyTinySweepPassesAndWritesReport) {

@@ -307,7 +307,7 @@ TEST(VariantCases, SimpleVariantsAreRegistered) {
     EXPECT_FALSE(v->test_only);
     EXPECT_EQ(v->min_arch, 75);
   }
-  // Built unless GDNBENCH_TEST_VARIANTS is off; when present it must be hidden from globs.
+  // Linked into the test executables only (tests/variants/); it must be hidden from globs.
   if (const Variant* broken = Registry::instance().find("decode/broken")) {
     EXPECT_TRUE(broken->test_only);
     for (const Variant* m : Registry::instance().match(OpKind::decode, "*")) EXPECT_NE(m->name, "decode/broken");

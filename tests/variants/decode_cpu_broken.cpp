@@ -1,7 +1,7 @@
 // decode/cpu_broken: a TEST-ONLY variant with a realistic bug — the output is read from the
 // state BEFORE the rank-1 update (o = scale * S_decayed^T q). Verification must reject it; the
-// tests use it to prove that `verify` fails with exit code 2. Built only with
-// GDNBENCH_TEST_VARIANTS and never matched by a wildcard.
+// tests use it to prove that `verify` fails with exit code 2. Compiled only into the test
+// executables and gdnbench-testing, never into gdnbench; never matched by a wildcard.
 #include <cmath>
 #include <vector>
 

@@ -1,6 +1,7 @@
 // decode/cpu_crash: a TEST-ONLY variant that kills its process (as a kernel fault or a host bug
 // would), so the tests can show that `run --isolate` records the case's error and goes on.
-// Built only with GDNBENCH_TEST_VARIANTS and never matched by a wildcard.
+// Compiled only into the test executables and gdnbench-testing, never into gdnbench; never
+// matched by a wildcard.
 #include <cstdlib>
 
 #include "core/registry.h"
