@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
 #include "compare/compare.h"
 #include "core/errors.h"
 
@@ -20,6 +21,7 @@ void add_compare(CLI::App& app, Action& action) {
   static std::vector<std::string> variants, exclude;
   cmd->add_option("--variant", variants, "Only variants matching this glob (repeatable; e.g. '*/fast')");
   cmd->add_option("--exclude", exclude, "Leave out variants matching this glob (repeatable; e.g. 'cpu')");
+  check_compare_flags(cmd);
   cmd->callback([&action] {
     action = [] {
       CompareOptions opt;

@@ -1,13 +1,17 @@
 // `run` (verify, then time) and `verify` (correctness only).
 #include <fmt/format.h>
 #include <fstream>
+#include <optional>
 
 #include "cli/commands.h"
+#include "cli/option_checks.h"
+#include "cli/output_paths.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "device/info.h"
 #include "report/peer_table.h"
 #include "report/report.h"
+#include "report/report_lock.h"
 #include "run/runner.h"
 
 namespace gdn::cli {
@@ -60,6 +64,21 @@ void write_text(const std::string& path, const std::string& text) { write_file_a
 
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   auto cfg = load_config(a.config);
+  // Before any work: no output destroys an input, every output can be written, every peer report
+  // loads, and no other run writes the same report.
+  std::vector<NamedPath> inputs{{"--config", a.config}, {"--resume", a.resume}};
+  for (const auto& p : a.peers) inputs.push_back({"--peer", p});
+  check_output_paths(inputs, {{"--json", a.json},
+                              {"--csv", a.csv},
+                              {"--gbench", a.gbench},
+                              {"--bigger-is-better", a.bigger},
+                              {"--peer-markdown", a.peer_markdown}});
+  // Every peer report's records together: a peer is known by its variants' prefix.
+  std::vector<CaseRecord> peer_cases;
+  for (const auto& p : a.peers)
+    for (auto& c : load_report(p).cases) peer_cases.push_back(std::move(c));
+  std::optional<ReportLock> lock;
+  if (!a.json.empty()) lock.emplace(a.json);
   RunOptions opt;
   if (!a.op.empty()) opt.op = parse_op(a.op);
   opt.variant_glob = a.variant;
@@ -102,10 +121,6 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
 
   if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown));
   if (!a.peers.empty()) {
-    // Every peer report's records together: a peer is known by its variants' prefix.
-    std::vector<CaseRecord> peer_cases;
-    for (const auto& path : a.peers)
-      for (auto& c : load_report(path).cases) peer_cases.push_back(std::move(c));
     fmt::print("{}", format_peer_table(report.cases, peer_cases));
     if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(report.cases, peer_cases));
   }
@@ -161,6 +176,7 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
       ->allow_extra_args(false);  // one path per --peer, so the --isolate child drops exactly that
   cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer)")
       ->needs("--peer");
+  check_run_flags(cmd);
   cmd->callback([&action, argv] { action = [argv] { return execute(a, true, argv); }; });
 }
 
@@ -168,6 +184,7 @@ void add_verify(CLI::App& app, Action& action, const std::vector<std::string>& a
   static RunArgs a;
   auto* cmd = app.add_subcommand("verify", "Correctness only: every matching variant against the fp64 reference");
   add_common(cmd, a);
+  check_run_flags(cmd);
   cmd->callback([&action, argv] { action = [argv] { return execute(a, false, argv); }; });
 }
 

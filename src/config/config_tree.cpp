@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "config/config_limits.h"
+#include "core/bounded_file.h"
 #include "core/errors.h"
 
 namespace gdn {
@@ -109,16 +110,9 @@ ConfigNode parse_config_tree(const std::string& text, const std::string& name) {
 }
 
 std::string read_config_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw input_error(fmt::format("cannot read config '{}': it is a directory", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(fmt::format("cannot read config '{}': {}", path, std::strerror(errno)));
-  // One byte past the limit is enough to know it is crossed: /dev/zero or a huge download is
-  // never read whole.
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), std::streamsize(text.size()));
-  if (in.bad()) throw input_error(fmt::format("cannot read config '{}': read failed", path));
-  text.resize(std::size_t(in.gcount()));
+  // A regular file only (a FIFO or /dev/zero is refused before a byte is read), and one byte past
+  // the limit read at most, so a huge download is never read whole.
+  std::string text = read_bounded_file(path, "config", kMaxConfigBytes);
   check_config_size(text, path);
   return text;
 }

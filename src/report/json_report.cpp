@@ -9,14 +9,17 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <fmt/format.h>
+#include <istream>
 #include <optional>
-#include <sstream>
 
 #include "core/axes.h"
 #include "core/errors.h"
+#include "core/bounded_file.h"
 #include "core/json_fields.h"
 #include "report/report.h"
+#include "report/report_schema.h"
 
 namespace gdn {
 
@@ -294,11 +297,7 @@ json to_json(const RunReport& r) {
 
 RunReport report_from_json(const json& j) {
   if (!j.is_object()) throw input_error("a report must be a JSON object");
-  auto v = j.find("schema_version");
-  if (v == j.end() || !v->is_number_integer()) throw input_error("not a gdnbench report (no integer schema_version)");
-  if (v->get<int>() > kSchemaVersion)
-    throw input_error("schema_version " + std::to_string(v->get<int>()) + " is newer than this gdnbench reads (" +
-                      std::to_string(kSchemaVersion) + "); use a newer gdnbench");
+  check_schema_version(j);
   RunReport r;
   if (auto it = j.find("tool"); it != j.end() && it->is_object())
     read(*it, "version", r.tool_version), read(*it, "git_sha", r.git_sha);
@@ -311,15 +310,15 @@ RunReport report_from_json(const json& j) {
   if (auto it = j.find("devices"); it != j.end() && it->is_array())
     for (const auto& d : *it) r.devices.push_back(device_from_json(d));
   if (auto it = j.find("calibration"); it != j.end() && !it->is_null()) r.calibration = *it;
-  if (auto it = j.find("cases"); it != j.end() && it->is_array()) {
-    for (std::size_t i = 0; i < it->size(); ++i) {
-      try {
-        r.cases.push_back(record_from_json((*it)[i]));
-      } catch (const Error& e) {
-        throw input_error("cases[" + std::to_string(i) + "]: " + e.what());
-      } catch (const json::exception& e) {
-        throw input_error("cases[" + std::to_string(i) + "]: " + e.what());
-      }
+  auto cases = j.find("cases");
+  if (cases == j.end() || !cases->is_array()) throw input_error("'cases' must be an array of case records");
+  for (std::size_t i = 0; i < cases->size(); ++i) {
+    try {
+      r.cases.push_back(record_from_json((*cases)[i]));
+    } catch (const Error& e) {
+      throw input_error("cases[" + std::to_string(i) + "]: " + e.what());
+    } catch (const json::exception& e) {
+      throw input_error("cases[" + std::to_string(i) + "]: " + e.what());
     }
   }
   return r;
@@ -327,27 +326,37 @@ RunReport report_from_json(const json& j) {
 
 // ---- files -------------------------------------------------------------------------------
 
-RunReport load_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error("cannot read report '" + path + "': " + std::strerror(errno));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+RunReport read_report(std::istream& in, const std::string& path, const std::function<bool()>& over_limit) {
   json j;
   try {
-    j = json::parse(text);
+    j = parse_report_json(in);
   } catch (const json::parse_error& e) {
-    const std::size_t upto = std::min<std::size_t>(e.byte, text.size());
-    const auto line = 1 + std::count(text.begin(), text.begin() + std::ptrdiff_t(upto), '\n');
-    throw input_error("report '" + path + "' is not valid JSON (line " + std::to_string(line) + "): " + e.what());
+    if (over_limit && over_limit())
+      throw input_error(fmt::format("report '{}' is longer than the {} MiB limit", path, kMaxReportBytes >> 20));
+    throw input_error("report '" + path + "' is not valid JSON: " + e.what());
+  } catch (const json::out_of_range& e) {  // 1e400: no double holds it, and no time is that long
+    throw input_error("report '" + path + "' holds a number too large for a double: " + e.what());
+  } catch (const Error& e) {
+    throw input_error("report '" + path + "': " + e.what());
   }
   try {
-    return report_from_json(j);
+    check_report_schema(j);
+    RunReport r = report_from_json(j);
+    check_unique_keys(r);
+    return r;
   } catch (const Error& e) {
     throw input_error("report '" + path + "': " + e.what());
   } catch (const json::exception& e) {
     throw input_error("report '" + path + "' is malformed: " + e.what());
   }
+}
+
+RunReport load_report(const std::string& path) {
+  // A regular file of at most kMaxReportBytes, parsed as it is read, so /dev/zero, a FIFO or a
+  // gigabyte of junk is refused at once; then the schema, before any field is believed.
+  BoundedFileBuf file(path, "report", kMaxReportBytes);
+  std::istream in(&file);
+  return read_report(in, path, [&] { return file.over_limit(); });
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "report/report_schema.h"
 #include "run/isolate.h"
 #include "core/op.h"
 #include "run/problem.h"
@@ -170,6 +171,8 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
   std::set<std::string> done;
   if (!opt.resume_path.empty()) {
     auto old = load_report(opt.resume_path);
+    // Only records of this config, command and mode are kept (a foreign report is refused).
+    check_resumable(old, opt.resume_path, cfg.path, cfg.hash, std::string(to_string(opt.mode)));
     // The kept records may come from another machine: its devices stay listed (README: every device seen).
     for (const auto& d : old.devices)
       if (std::none_of(report.devices.begin(), report.devices.end(), [&](const DeviceInfo& e) { return e.uuid == d.uuid; }))

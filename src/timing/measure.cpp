@@ -88,7 +88,8 @@ Measurement measure(Timer& timer, const SampleHooks& hooks, const StoppingRule& 
   const auto start = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  for (int i = 0; i < rule.warmup_runs; ++i) hooks.launch();
+  // Warm-up counts against the case's wall-clock cap like the samples do.
+  for (int i = 0; i < rule.warmup_runs && elapsed() < rule.timeout_s; ++i) hooks.launch();
 
   Measurement m;
   std::vector<Sample> all;

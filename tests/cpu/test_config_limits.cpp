@@ -121,13 +121,13 @@ TEST(ConfigLimits, HugeTextNamesTheLineWhereTheLimitIsCrossed) {
   EXPECT_TRUE(rejects_tree(text, "huge.json", line, "larger than the 1 MiB limit"));
 }
 
-TEST(ConfigLimits, ReadingAnEndlessFileStopsAtTheLimit) {
+TEST(ConfigLimits, ReadingAnEndlessFileIsRefusedUnread) {
   try {
     read_config_file("/dev/zero");
     FAIL() << "accepted /dev/zero";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), kExitBadInput);
-    EXPECT_EQ(std::string(e.what()).rfind("/dev/zero:1: the config is larger than the 1 MiB limit", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'/dev/zero': it is a character device"), std::string::npos) << e.what();
   }
 }
 

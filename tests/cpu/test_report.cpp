@@ -124,6 +124,7 @@ RunReport full_report() {
   compute_metrics(few);
   auto over = timed_case(decode_b256(), "decode/cpu", 368e-6);
   over.timer = "host";
+  over.device = "host: test CPU";  // a report holds each (variant, shape, mode, device) once
   over.peak = {"host_bandwidth", 2.0e12, "measured now", "its working set fits in the host's caches"};
   compute_metrics(over);
   r.cases = {prefill, decode, failed, few, skipped_case("prefill/sm100", "needs sm_100 (device is sm_90)"), over};

@@ -99,10 +99,18 @@ TEST(Runner, SweepVerifiesTimesAndWritesEveryCase) {
   }
 }
 
+// What `run` puts in a report before the sweep: a resumed report must be of the same config,
+// command and mode.
+RunReport run_report_of(const SweepConfig& cfg) {
+  RunReport r;
+  r.command = "run", r.config_path = cfg.path, r.config_hash = cfg.hash, r.mode = "cold";
+  return r;
+}
+
 TEST(Runner, ResumeKeepsFinishedCasesAndRunsOnlyTheRest) {
   auto cfg = parse_config(kSweep, "sweep.yaml");
   auto first = tmp("first.json");
-  RunReport r1;
+  RunReport r1 = run_report_of(cfg);
   auto o1 = quick(first);
   o1.variant_glob = "decode/cpu";
   cfg.cases[0].shapes.resize(2);  // a run that stopped after two points
@@ -125,7 +133,7 @@ TEST(Runner, ResumeKeepsTheDevicesOfTheResumedReport) {
   // A sweep resumed on another machine: the kept records' device is still listed, once.
   auto cfg = parse_config(kSweep, "sweep.yaml");
   auto first = tmp("devices-first.json");
-  RunReport r1;
+  RunReport r1 = run_report_of(cfg);
   DeviceInfo earlier;
   earlier.index = 0, earlier.name = "NVIDIA H100 80GB HBM3", earlier.uuid = "GPU-test-earlier";
   r1.devices = {earlier};
