@@ -1,4 +1,4 @@
-// prefill/sm90: the chunked forward (gdn-math.md 3.1-3.3) on tensor cores for Hopper, the
+// prefill/sm90: the chunked forward (docs/method.md 6 and Appendix A) on tensor cores for Hopper, the
 // registration of the kernels/prefill/sm90/ family (kernels, host plan, its knobs). One scan CTA per
 // (value-column block, value head, sequence or segment); the fp32 state stays in registers across
 // the 64-token chunks. Design: kernels/prefill/sm90/README.md.

@@ -183,7 +183,7 @@ void expect_the_first_plans_bits(const std::vector<std::string>& plans, const Va
 
 class Sm90PrefillBits : public test::CudaSuite<int> {};
 
-// Warp-specialised pipelines fail intermittently (gdn-math.md 6.3 item 10); this kernel's
+// Warp-specialised pipelines fail intermittently (docs/method.md A.5); this kernel's
 // barriers and cp.async stages must give the same bits on every launch.
 TEST_F(Sm90PrefillBits, ThousandLaunchesAreBitIdentical) {
   const Variant* v = Registry::instance().find("prefill/sm90");

@@ -1,4 +1,4 @@
-// The state-independent half of a chunk (gdn-math.md 3.3), computed from the staged tiles by a
+// The state-independent half of a chunk (docs/method.md A.3), computed from the staged tiles by a
 // group of four warps (PrepGroup: the preparation kernel's CTA, or the fused kernel's preparation
 // warpgroup) into buffer `buf` of the outputs (smem_layout.h):
 //   scalars   beta, gam = inclusive cumsum of g (fp32), the inverse L2 norms rk / rq and the
@@ -8,7 +8,7 @@
 //             P_g = scale Gam_incl * (Q^ K^T) (f16), Q^ = diag(rq) Q, K^ = diag(rk) K,
 //             on tensor cores from the raw q and k (exact operands): the norms and the gate are
 //             applied to the fp32 products, never rounded into the inputs
-//   inverse   (I + L_g)^-1 = Gam * (I + L)^-1 in place (FlashQLA's identity, gdn-math.md 3.3,
+//   inverse   (I + L_g)^-1 = Gam * (I + L)^-1 in place (FlashQLA's identity, docs/method.md A.2,
 //             read the other way: the gate goes in before the inverse, so A_g needs no
 //             exponentials of its own): 8 x 8 diagonal blocks by elimination in fp32
 //             registers, then the off-diagonal blocks by doubling on tensor cores, f16

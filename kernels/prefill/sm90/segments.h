@@ -1,6 +1,6 @@
 // Context parallelism of the two-pass schedule (host and device, C++17, no CUDA): a sequence is cut into
 // segments of `seg_chunks` 64-token chunks that are scanned in parallel (kernels/prefill/sm90/README.md,
-// gdn-math 3.3). Three kernels after the preparation:
+// docs/method.md A.4). Three kernels after the preparation:
 //   transition  per (segment but the last, value head): the segment's state map S_end = M S_start + N
 //               (M the K x K matrix: the end state of the identity with v = 0; N: the end state of
 //               zero), written to the M and N buffers
@@ -8,7 +8,7 @@
 //               S_start(s + 1) = M_s S_start(s) + N_s in fp32, written to the start buffer
 //   scan        per (segment, value head, value block): from S_start(s), writes o; the last segment
 //               writes the final state
-// The decay-driven warm-up (FlashQLA's, gdn-math 3.3, with a tighter threshold): when the
+// The decay-driven warm-up (FlashQLA's, docs/method.md A.4, with a tighter threshold): when the
 // segment's last chunks decay by e^kWarmupLogDecay or more, the transition pass starts N from zero
 // at the latest chunk c0 with sum_{c >= c0} G_c <= kWarmupLogDecay and drops M (a flag per segment
 // and head tells the fixup): the dropped term M S(c0) has norm <= e^(sum G) |S(c0)| when every

@@ -5,7 +5,7 @@
 // the state never leaves the registers and the chain needs no barrier with other warps:
 //   U^T   = S^T K^T,  (Q S)^T = S^T Q^T                   B from the k / q tiles
 //   W^T   = V^T - U^T diag(ek)                           V^T from the v tile (ldmatrix.trans)
-//   V_d^T = W^T A_g^T                                    (V_d = A_g W = U' of gdn-math 3.1)
+//   V_d^T = W^T A_g^T                                    (V_d = A_g W = U' of docs/method.md A.1)
 //   O^T   = (Q S)^T diag(eq) + V_d^T P_g^T
 //   S^T   = e^G S^T + (V_d^T diag(eu)) K                 B from the k tile (ldmatrix.trans)
 // ek, eq, eu fold the L2 norms, e^gam, e^(G - gam) and the scale (chunk_prep.cuh); A_g and P_g
