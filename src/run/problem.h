@@ -44,8 +44,10 @@ class Problem {
   // Copies every output and in-out tensor back into results().
   void download();
 
-  // Bytes the backend holds for this problem.
-  static uint64_t footprint(const Shape& s);
+  // Bytes this problem takes in the backend's memory: on a GPU, its tensors once; on the host,
+  // every copy a case holds at its peak (the generated inputs, the backend's copy, the outputs
+  // read back and the fp64 reference's outputs while verifying).
+  static uint64_t footprint(const Shape& s, Backend where = Backend::cuda);
 
  private:
   Shape shape_;

@@ -131,7 +131,7 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
   if (!backend) return finish(CaseStatus::skipped, why), true;
   r.device = backend->device_name();
   if (auto w = backend->can_run(v); !w.empty()) return finish(CaseStatus::skipped, w), true;
-  const uint64_t need = Problem::footprint(item.shape), have = backend->free_memory();
+  const uint64_t need = Problem::footprint(item.shape, backend->kind()), have = backend->free_memory();
   if (need > have)
     return finish(CaseStatus::skipped,
                   fmt::format("needs {:.2f} GiB, {:.2f} GiB free", double(need) / (1 << 30), double(have) / (1 << 30))),
