@@ -3,6 +3,8 @@
 # (nvcc, CUPTI headers) must already be on the machine: it is not a Debian package here.
 set -euo pipefail
 pkgs=(cmake make g++ libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev libyaml-cpp-dev libgtest-dev)
+# The fuzz step (scripts/fuzz.sh) also needs clang and its libFuzzer runtime.
+[ -n "${GDN_FUZZ_DEPS:-}" ] && pkgs+=(clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
