@@ -19,6 +19,14 @@ struct LaunchContext {
   int sm_count = 0;        // CUDA variants: multiprocessors of the current device
 };
 
+// One knob of a variant's plan, set through the `plan` axis (docs/plans.md): its name, the
+// values it takes ("<n>" stands for a positive integer), and what it changes.
+struct PlanKnob {
+  std::string name;
+  std::vector<std::string> values;
+  std::string help;
+};
+
 struct Variant {
   std::string name;  // "<op>/<variant>", the file stem under kernels/<op>/
   OpKind op = OpKind::prefill;
@@ -37,8 +45,14 @@ struct Variant {
   // Built only for tests (the deliberately broken variant); hidden from default globs.
   bool test_only = false;
   // Optional: the launch plan the variant runs for a shape (kernel, tile, register budget), one
-  // printable line that reports record per case. May throw on a bad plan override.
+  // printable line that reports record per case.
   std::function<std::string(const Shape&)> plan;
+  // The knobs the `plan` axis may set; empty: the variant runs its default plan only.
+  std::vector<PlanKnob> knobs;
+  // "" when a plan spec ("knob=value,...") is well formed for this variant, else why not. Called
+  // when a config loads, so a bad spec stops the load; a spec valid here that a shape cannot run
+  // is a skip from `supports`.
+  std::function<std::string(const std::string&)> check_plan;
 };
 
 class Registry {

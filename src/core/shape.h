@@ -45,6 +45,10 @@ struct Shape {
   // previous step's cache, read before this step overwrites it) instead of its pool slot.
   bool rollback = false;
 
+  // The plan axis (docs/plans.md): "" runs each variant's default plan; otherwise
+  // "knob=value,..." over the knobs the variant declares (Variant::knobs), e.g. "schedule=fused".
+  std::string plan;
+
   // Derived values.
   double effective_scale() const;
   int64_t pool_slots() const { return pool > 0 ? pool : num_sequences(); }
