@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/registry.h"
+#include "report/shape_column.h"
 #include "report/text_table.h"
 
 namespace gdn {
@@ -228,27 +229,58 @@ CompareResult compare_reports(const RunReport& base, const RunReport& next, cons
   return result;
 }
 
-std::string format_compare_table(const CompareResult& r) {
+std::string format_compare_table(const CompareResult& r, std::size_t width) {
   using Align = TextTable::Align;
-  TextTable t;
-  t.column("status");
-  t.column("variant");
-  t.column("shape");
-  t.column("mode");
-  t.column("device");
-  t.column("base", Align::right);
-  t.column("new", Align::right);
-  t.column("change", Align::right);
-  t.column("noise", Align::right);
-  t.column("thresh", Align::right);
-  t.column("note");
-  for (const auto* row : by_severity(r)) {
-    const bool c = compared(*row);
-    t.row({std::string(to_string(row->status)), row->variant, row->shape_key, row->mode, row->device,
-           format_seconds(row->base_s), format_seconds(row->new_s), c ? pct(row->change_pct, true) : "",
-           c ? pct(row->noise_pct, false) : "", pct(row->threshold_pct, false), row->note});
+  const auto rows = by_severity(r);
+  // A mode every row shares is said once above the table, and so is a device; several devices are
+  // named in full, or as d1, d2, ... with a legend above the table when full names do not fit.
+  const bool one_mode = std::all_of(rows.begin(), rows.end(), [&](const CompareRow* x) { return x->mode == rows.front()->mode; });
+  std::vector<std::string> devices;
+  for (const auto* row : rows)
+    if (std::find(devices.begin(), devices.end(), row->device) == devices.end()) devices.push_back(row->device);
+  auto device_label = [&](const std::string& d) {
+    return fmt::format("d{}", std::find(devices.begin(), devices.end(), d) - devices.begin() + 1);
+  };
+  auto builder = [&](bool device_labels) {
+    return [&, device_labels](const ShapeColumn& shapes) {
+      TextTable t;
+      t.column("status");
+      t.column("variant");
+      t.column("shape");
+      if (!one_mode) t.column("mode");
+      if (devices.size() > 1) t.column("device");
+      t.column("base", Align::right);
+      t.column("new", Align::right);
+      t.column("change", Align::right);
+      t.column("noise", Align::right);
+      t.column("thresh", Align::right);
+      t.column("note");
+      for (const auto* row : rows) {
+        const bool c = compared(*row);
+        std::vector<std::string> cells{std::string(to_string(row->status)), row->variant, shapes.cell(row->shape_key)};
+        if (!one_mode) cells.push_back(row->mode);
+        if (devices.size() > 1) cells.push_back(device_labels ? device_label(row->device) : row->device);
+        for (auto cell : {format_seconds(row->base_s), format_seconds(row->new_s), c ? pct(row->change_pct, true) : "",
+                          c ? pct(row->noise_pct, false) : "", pct(row->threshold_pct, false), row->note})
+          cells.push_back(std::move(cell));
+        t.row(std::move(cells));
+      }
+      return t;
+    };
+  };
+  std::string out;
+  if (!rows.empty()) {
+    std::vector<std::string> keys;
+    for (const auto* row : rows) keys.push_back(row->shape_key);
+    const bool device_labels = devices.size() > 1 && !fitting_form(keys, "", width, builder(false));
+    std::vector<std::string> said;
+    if (one_mode) said.push_back("mode " + rows.front()->mode);
+    if (devices.size() == 1) said.push_back("device " + (devices.front().empty() ? std::string("(none)") : devices.front()));
+    if (!said.empty()) out += fold(fmt::format("every row: {}", fmt::join(said, ", ")), width);
+    if (device_labels)
+      for (std::size_t i = 0; i < devices.size(); ++i) out += fold(fmt::format("d{}: {}", i + 1, devices[i]), width);
+    out += render_fitted(keys, "", width, builder(device_labels));
   }
-  std::string out = r.rows.empty() ? "" : t.render();
   return out + summary(r) + "\n";
 }
 

@@ -37,7 +37,9 @@ struct CompareResult {
 };
 
 CompareResult compare_reports(const RunReport& base, const RunReport& next, const CompareOptions& opt);
-std::string format_compare_table(const CompareResult& r);
+// Rows worst first, fitted to `width` columns (a shared mode or device above the table, shape keys
+// factored or labelled, notes folded).
+std::string format_compare_table(const CompareResult& r, std::size_t width = 120);
 std::string format_compare_markdown(const CompareResult& r);
 
 }  // namespace gdn

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "report/shape_column.h"
 #include "report/text_table.h"
 
 namespace gdn {
@@ -86,7 +87,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   auto section_of = [&](const std::string& op) -> PeerSection& {
     for (auto& s : sections)
       if (s.op == op) return s;
-    sections.push_back(PeerSection{op, {}, {}, 0, 0, false, {}});
+    sections.emplace_back().op = op;
     return sections.back();
   };
   for (const auto& r : ours) {
@@ -144,47 +145,72 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   return sections;
 }
 
-std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers) {
+namespace {
+
+// "flashinfer/chunk" as a two-line header; the section already names the op, so ours drops it.
+std::string two_line_header(const std::string& variant) {
+  const auto slash = variant.find('/');
+  return slash == std::string::npos ? variant : variant.substr(0, slash) + "\n" + variant.substr(slash + 1);
+}
+std::string without_op(const CaseRecord& r) {
+  const std::string prefix = r.op() + "/";
+  return r.variant.rfind(prefix, 0) == 0 ? r.variant.substr(prefix.size()) : r.variant;
+}
+
+TextTable peer_text_table(const PeerSection& sec, const ShapeColumn& shapes) {
+  using Align = TextTable::Align;
+  TextTable t;
+  t.column("variant");
+  t.column("shape");
+  t.column("ours", Align::right);
+  for (const auto& c : sec.columns) t.column(two_line_header(c), Align::right);
+  t.column("ours/\nbest", Align::right);
+  if (sec.has_kernel_sums) {
+    t.column("peer\nkernels", Align::right);
+    t.column("ours/\nkernels", Align::right);
+  }
+  for (const auto& row : sec.rows) {
+    std::vector<std::string> cells{without_op(*row.ours), shapes.cell(row.ours->shape_key()), us(row.ours->timing.stats.median)};
+    // The fastest verified peer is marked; the others keep a space there so the digits line up.
+    for (std::size_t c = 0; c < row.peers.size(); ++c) {
+      const std::string v = cell(row.peers[c]);
+      cells.push_back(int(c) == row.best ? v + "*" : v + " ");
+    }
+    cells.push_back(ratio(row.ours_over_best));
+    if (sec.has_kernel_sums) {
+      cells.push_back(us(row.best_kernels_s));
+      cells.push_back(ratio(row.ours_over_best_kernels));
+    }
+    t.row(cells);
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers, std::size_t width) {
   const auto sections = build_peer_sections(ours, peers);
   if (sections.empty()) return "\n(no shape of this run is in the peer reports)\n";
   std::string out;
   for (const auto& sec : sections) {
-    using Align = TextTable::Align;
-    TextTable t;
-    t.column("variant");
-    t.column("shape");
-    t.column("ours us", Align::right);
-    for (const auto& c : sec.columns) t.column(c + " us", Align::right);
-    t.column("best peer");
-    t.column("ours/best", Align::right);
-    if (sec.has_kernel_sums) {
-      t.column("peer kernels us", Align::right);
-      t.column("ours/kernels", Align::right);
-    }
-    for (const auto& row : sec.rows) {
-      std::vector<std::string> cells{row.ours->variant, row.ours->shape_key(), us(row.ours->timing.stats.median)};
-      for (const auto* p : row.peers) cells.push_back(cell(p));
-      cells.push_back(row.best >= 0 ? sec.columns[row.best] : "-");
-      cells.push_back(ratio(row.ours_over_best));
-      if (sec.has_kernel_sums) {
-        cells.push_back(us(row.best_kernels_s));
-        cells.push_back(ratio(row.ours_over_best_kernels));
-      }
-      t.row(cells);
-    }
-    out += fmt::format("\n{} against the peers (median us; skip/FAIL/error: no verified number; ours/best > 1: the "
-                       "peer is faster)\n",
-                       sec.op);
-    out += t.render();
-    out += fmt::format("{}: a peer is faster on {} of {} rows; ours / best peer, geometric mean {}\n", sec.op,
-                       sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best));
+    out += "\n" + fold(fmt::format("{} against the peers (median us; *: the fastest verified peer; ours/best > 1: a peer "
+                                   "is faster)",
+                                   sec.op),
+                       width);
+    std::vector<std::string> keys;
+    for (const auto& row : sec.rows) keys.push_back(row.ours->shape_key());
+    out += render_fitted(keys, "", width, [&](const ShapeColumn& shapes) { return peer_text_table(sec, shapes); });
+    out += fold(fmt::format("{}: a peer is faster on {} of {} rows; ours / best peer, geometric mean {}", sec.op,
+                            sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best)),
+                width);
     if (sec.has_kernel_sums)
-      out += fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below ours "
-                         "on {} of {} rows; ours / best peer kernels, geometric mean {}\n",
-                         sec.op, sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
-    for (const auto& p : sec.per_peer) out += fmt::format("{}: {}\n", sec.op, summary_line(p));
+      out += fold(fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below "
+                              "ours on {} of {} rows; ours / best peer kernels, geometric mean {}",
+                              sec.op, sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels)),
+                  width);
+    for (const auto& p : sec.per_peer) out += fold(fmt::format("{}: {}", sec.op, summary_line(p)), width);
     for (const auto& d : sec.other_devices)
-      out += fmt::format("warning: peer records from another device ({}) are not compared\n", d);
+      out += fold(fmt::format("warning: peer records from another device ({}) are not compared", d), width);
   }
   return out;
 }

@@ -53,7 +53,11 @@ struct PeerSection {
 // peers: the cases of every peer report (several reports, or one report with several peers).
 std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
 
-std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
+// The text tables, fitted to `width` columns: a peer's column is headed by its name in two lines
+// ("flashinfer" over "chunk"), the fastest verified peer's time is marked '*', long shape keys are
+// factored or labelled (report/shape_column.h) and the summary lines fold.
+std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers,
+                              std::size_t width = 120);
 // The same rows as markdown, each section with the rows where a peer is faster first.
 std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std::vector<CaseRecord>& peers);
 

@@ -2,8 +2,6 @@
 // rewrites the whole file atomically (temp file, then rename) after every case.
 #pragma once
 
-#include <functional>
-#include <istream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,18 +37,15 @@ CaseRecord record_from_json(const nlohmann::json&);
 nlohmann::json to_json(const RunReport&);
 RunReport report_from_json(const nlohmann::json&);
 
-// Reads a report file; input_error (exit 3) naming the file on any problem (report_schema.h
-// says what is checked).
+// Reads a report file; input_error (exit 3) naming the file on any problem.
 RunReport load_report(const std::string& path);
-// The same from a stream (the fuzz target's entry); `path` names it in messages, `over_limit`
-// says whether the stream stopped at a size limit.
-RunReport read_report(std::istream& in, const std::string& path, const std::function<bool()>& over_limit = {});
 // Writes JSON to `path` atomically (path.tmp, fsync, rename). Throws runtime_error (exit 4).
 void write_file_atomic(const std::string& path, const std::string& text);
 void write_report(const std::string& path, const RunReport& r);
 
 // Views.
-std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown);  // fmt tables per op
+// Tables per op, fitting `width` columns (shape keys factored or labelled, notes folded).
+std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown, std::size_t width = 120);
 std::string format_csv(const std::vector<CaseRecord>& cases);
 nlohmann::json to_gbench(const RunReport& r);              // Google-Benchmark-shaped
 nlohmann::json to_bigger_is_better(const RunReport& r);    // github-action-benchmark customBiggerIsBetter

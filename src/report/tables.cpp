@@ -1,10 +1,13 @@
-// The terminal view of a run: one aligned table per op, skips and failures summarised below.
+// The terminal view of a run: one aligned table per op, skips and failures summarised below,
+// fitted to the terminal's width (report/shape_column.h).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "report/report.h"
+#include "report/shape_column.h"
 #include "report/text_table.h"
 
 namespace gdn {
@@ -71,9 +74,9 @@ std::string roofline_cell(const CaseRecord& r) {
   return r.roofline_note.empty() ? fixed_or_blank(r.roofline_pct, "{:.1f}") : ">peak*";
 }
 
-void add_case(TextTable& t, const CaseRecord& r, bool breakdown) {
+void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool breakdown) {
   const bool timed = r.timed;
-  std::vector<std::string> cells{short_variant(r), r.shape_key(), timed ? format_seconds(r.timing.stats.median) : "",
+  std::vector<std::string> cells{short_variant(r), shapes.cell(r.shape_key()), timed ? format_seconds(r.timing.stats.median) : "",
                                  noise_cell(r), fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"),
                                  roofline_cell(r), verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"),
                                  status_cell(r)};
@@ -89,23 +92,49 @@ void add_case(TextTable& t, const CaseRecord& r, bool breakdown) {
       t.row({"", fmt::format("  - {} ({:.1f}%)", stage_name(k.name), k.share * 100), format_seconds(k.median_s)});
 }
 
-// "sm100 x12: needs sm_100" (one line per distinct variant and reason).
-std::string skipped_lines(const std::vector<const CaseRecord*>& skipped) {
-  std::vector<std::pair<std::string, std::string>> order;
-  std::map<std::pair<std::string, std::string>, int> count;
+TextTable case_table(const std::vector<const CaseRecord*>& shown, const ShapeColumn& shapes, bool breakdown) {
+  TextTable t;
+  t.column("variant");
+  t.column("shape");
+  t.column("median", Align::right);
+  t.column("noise", Align::right);
+  t.column("TFLOPS", Align::right);
+  t.column("TB/s", Align::right);
+  t.column("roof%", Align::right);
+  t.column("verify");
+  t.column("rel-L2", Align::right);
+  t.column("status");
+  if (breakdown) t.column("plan");
+  for (const auto* r : shown) add_case(t, *r, shapes, breakdown);
+  return t;
+}
+
+// One line per distinct reason, with the variants it holds back and how often: "sm90 x6,
+// cuda_simple x3: no CUDA device: ..." (a missing driver is said once, not once per variant);
+// folded to `width`.
+std::string skipped_lines(const std::vector<const CaseRecord*>& skipped, std::size_t width) {
+  std::vector<std::string> reasons;
+  std::map<std::string, std::vector<std::pair<std::string, int>>> variants;  // reason -> (variant, count)
   for (const auto* r : skipped) {
-    auto key = std::make_pair(short_variant(*r), r->reason);
-    if (count[key]++ == 0) order.push_back(key);
+    const std::string reason = r->reason.empty() ? "(no reason given)" : r->reason;
+    auto& held = variants[reason];
+    if (held.empty()) reasons.push_back(reason);
+    auto it = std::find_if(held.begin(), held.end(), [&](const auto& v) { return v.first == short_variant(*r); });
+    if (it == held.end()) held.emplace_back(short_variant(*r), 1);
+    else ++it->second;
   }
   std::string out = fmt::format("  skipped ({}):\n", skipped.size());
-  for (const auto& key : order)
-    out += fmt::format("    {} x{}: {}\n", key.first, count[key], key.second.empty() ? "(no reason given)" : key.second);
+  for (const auto& reason : reasons) {
+    std::string who;
+    for (const auto& [variant, n] : variants[reason]) who += fmt::format("{}{} x{}", who.empty() ? "" : ", ", variant, n);
+    out += fold(fmt::format("    {}: {}", who, reason), width);
+  }
   return out;
 }
 
 }  // namespace
 
-std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown) {
+std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown, std::size_t width) {
   std::string out;
   for (OpKind op : {OpKind::prefill, OpKind::decode, OpKind::mtp}) {
     std::vector<const CaseRecord*> shown, skipped;
@@ -117,22 +146,11 @@ std::string format_tables(const std::vector<CaseRecord>& cases, bool breakdown) 
     out += fmt::format("{} ({} case{}, {} skipped)\n", to_string(op), shown.size(), shown.size() == 1 ? "" : "s",
                        skipped.size());
     if (!shown.empty()) {
-      TextTable t;
-      t.column("variant");
-      t.column("shape");
-      t.column("median", Align::right);
-      t.column("noise", Align::right);
-      t.column("TFLOPS", Align::right);
-      t.column("TB/s", Align::right);
-      t.column("roof%", Align::right);
-      t.column("verify");
-      t.column("rel-L2", Align::right);
-      t.column("status");
-      if (breakdown) t.column("plan");
-      for (const auto* r : shown) add_case(t, *r, breakdown);
-      out += t.render("  ");
+      std::vector<std::string> keys;
+      for (const auto* r : shown) keys.push_back(r->shape_key());
+      out += render_fitted(keys, "  ", width, [&](const ShapeColumn& shapes) { return case_table(shown, shapes, breakdown); });
     }
-    if (!skipped.empty()) out += skipped_lines(skipped);
+    if (!skipped.empty()) out += skipped_lines(skipped, width);
   }
   return out;
 }

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/terminal.h"
+
 namespace gdn {
 
 Progress::Progress(std::size_t total, bool enabled)
@@ -20,7 +22,10 @@ void Progress::update(std::size_t done, const std::string& what) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   std::string eta = done > 0 ? format_duration(elapsed / double(done) * double(total_ - done)) : "?";
   std::string line = fmt::format("[{}/{}] {} elapsed, ~{} left  {}", done + 1, total_, format_duration(elapsed), eta, what);
-  if (line.size() > 150) line.resize(150);
+  // One column short of the width: a line that fills the last column wraps on some terminals, and
+  // "\r" then no longer returns to its start. Read each time, so a resized window is followed.
+  const std::size_t fit = std::size_t(terminal_columns(fileno(stderr)) - 1);
+  if (line.size() > fit) line.resize(fit);
   fmt::print(stderr, "\r\033[K{}", line);
   std::fflush(stderr);
 }

@@ -1,5 +1,5 @@
-// Progress of a long sweep: "case i of N, elapsed, estimated time left" on a terminal, nothing
-// when stderr is a log file.
+// Progress of a long sweep: "case i of N, elapsed, estimated time left" on a terminal, cut to
+// the terminal's width (core/terminal.h); nothing when stderr is a log file.
 #pragma once
 
 #include <chrono>

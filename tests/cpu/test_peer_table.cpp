@@ -44,7 +44,10 @@ TEST(PeerTable, BestPeerAndRatioPerRowAcrossReports) {
   EXPECT_NEAR(s.rows[1].ours_over_best, 250.0 / 265.0, 1e-12);
   EXPECT_EQ(s.peer_ahead, 1);
   const auto text = format_peer_table(ours, peers);
-  EXPECT_NE(text.find("flashinfer/decode_pretranspose us"), std::string::npos) << text;
+  // A peer's column is headed by its name over two lines; the fastest verified peer is marked.
+  EXPECT_NE(text.find("decode_pretranspose"), std::string::npos) << text;
+  EXPECT_EQ(text.find("flashinfer/decode_pretranspose us"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.50*"), std::string::npos) << text;
   EXPECT_NE(text.find("1.20x"), std::string::npos) << text;
   EXPECT_NE(text.find("a peer is faster on 1 of 2 rows"), std::string::npos) << text;
 }
@@ -133,7 +136,8 @@ TEST(PeerTable, PeerKernelSumsBesideTheSpans) {
   EXPECT_EQ(s.peer_ahead, 1);          // FLA's 90 us span beats our 100 on row 2
   EXPECT_EQ(s.peer_ahead_kernels, 0);  // no peer's kernels are below ours
   const auto text = format_peer_table(ours, peers);
-  EXPECT_NE(text.find("peer kernels us"), std::string::npos) << text;
+  EXPECT_NE(text.find("kernels"), std::string::npos) << text;
+  EXPECT_NE(text.find("410.00"), std::string::npos) << text;
   EXPECT_NE(text.find("0.98x"), std::string::npos) << text;
   EXPECT_NE(text.find("is below ours on 0 of 2 rows"), std::string::npos) << text;
   const auto md = format_peer_markdown(ours, peers);
@@ -142,7 +146,7 @@ TEST(PeerTable, PeerKernelSumsBesideTheSpans) {
   // Without sums in any report: the table is as before.
   const std::vector<CaseRecord> plain{rec("flashqla/chunk", 1, 850.0)};
   EXPECT_FALSE(build_peer_sections(ours, plain)[0].has_kernel_sums);
-  EXPECT_EQ(format_peer_table(ours, plain).find("peer kernels"), std::string::npos);
+  EXPECT_EQ(format_peer_table(ours, plain).find("kernels"), std::string::npos);
 }
 
 TEST(PeerTable, GeometricMeansAndOurRate) {
@@ -206,11 +210,16 @@ TEST(PeerTable, PerPeerSummaries) {
   EXPECT_NE(md.find("| peer | rows | ours / peer (span) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| fla/chunk | 2 | 0.50x | 0 | - | - | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("| flashinfer/chunk | 2 | 1.05x | 1 | 1.41x | 2 | 1.60x |"), std::string::npos) << md;
-  const auto text = format_peer_table(ours, peers);
+  const auto text = format_peer_table(ours, peers, 1000);  // wide: the summary line is not folded
   EXPECT_NE(text.find("flashinfer/chunk: ours / it 1.05x over 2 rows, it is faster on 1; ours / its kernel sums 1.41x over 2 "
                       "rows, below ours on 2, at most 1.60x"),
             std::string::npos)
       << text;
+  // At 120 columns it folds, and no line is wider.
+  const auto folded = format_peer_table(ours, peers, 120);
+  for (std::size_t start = 0, end; (end = folded.find('\n', start)) != std::string::npos; start = end + 1)
+    EXPECT_LE(end - start, 120u) << folded.substr(start, end - start);
+  EXPECT_NE(folded.find("at most 1.60x"), std::string::npos) << folded;
 }
 
 }  // namespace
