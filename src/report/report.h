@@ -2,6 +2,8 @@
 // rewrites the whole file atomically (temp file, then rename) after every case.
 #pragma once
 
+#include <functional>
+#include <istream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -37,8 +39,12 @@ CaseRecord record_from_json(const nlohmann::json&);
 nlohmann::json to_json(const RunReport&);
 RunReport report_from_json(const nlohmann::json&);
 
-// Reads a report file; input_error (exit 3) naming the file on any problem.
+// Reads a report file; input_error (exit 3) naming the file on any problem (report_schema.h
+// says what is checked).
 RunReport load_report(const std::string& path);
+// The same from a stream (the fuzz target's entry); `path` names it in messages, `over_limit`
+// says whether the stream stopped at a size limit.
+RunReport read_report(std::istream& in, const std::string& path, const std::function<bool()>& over_limit = {});
 // Writes JSON to `path` atomically (path.tmp, fsync, rename). Throws runtime_error (exit 4).
 void write_file_atomic(const std::string& path, const std::string& text);
 void write_report(const std::string& path, const RunReport& r);
