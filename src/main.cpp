@@ -1,25 +1,18 @@
 // gdnbench: Gated DeltaNet kernels, verified against an fp64 reference and timed.
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "core/errors.h"
-#include "run/runner.h"
-
-namespace {
-void on_sigint(int) {
-  // Second Ctrl-C: leave at once.
-  if (gdn::g_interrupted.exchange(true)) std::_Exit(130);
-}
-}  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   CLI::App app{"gdnbench: Gated DeltaNet (GDN) kernels for prefill, decode and MTP verify,\n"
                "verified against an fp64 reference and timed (CUPTI on GPUs, host clock on CPUs)."};
   app.require_subcommand(1);
+  // Every option's default shows in --help ("--min-samples INT=10"); subcommands inherit this.
+  app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", std::string(GDN_VERSION) + " (" + GDN_GIT_SHA + ")");
   gdn::cli::Action action;
   gdn::cli::add_run(app, action, args);
@@ -36,7 +29,7 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? gdn::kExitOk : gdn::kExitBadInput;
   }
-  std::signal(SIGINT, on_sigint);
+  // Ctrl-C: run and verify install their own handler (run/interrupt.h); elsewhere it ends at once.
   // Each finished row reaches a redirected log at once, so a run cut short (a deadline, a second
   // Ctrl-C) keeps its table as far as it got.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);

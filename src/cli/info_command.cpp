@@ -28,6 +28,17 @@ int info() {
 }
 
 int calibrate_cmd(int device, bool force) {
+  // Asked first, so a machine without a GPU gets a sentence instead of a CUDA error.
+  std::string why;
+  const auto devices = query_devices(&why);
+  if (devices.empty()) {
+    const std::string prefix = "no CUDA device: ";
+    if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    throw runtime_error(fmt::format("no CUDA device: calibrate measures a GPU's peaks; nothing to do here ({})", why));
+  }
+  if (device >= int(devices.size()))
+    throw input_error(fmt::format("--device {}: this machine has {} CUDA device{} (0 to {})", device, devices.size(),
+                                  devices.size() == 1 ? "" : "s", devices.size() - 1));
   auto c = load_or_calibrate(device, force);
   fmt::print("{} ({}): copy bandwidth {:.3f} TB/s (read + write), dense bf16 MMA {:.1f} TFLOP/s  [measured {}]\n",
              c.device_name, c.uuid, c.copy_bytes_per_s / 1e12, c.bf16_flops_per_s / 1e12, c.measured_at);

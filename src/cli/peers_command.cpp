@@ -1,7 +1,9 @@
 // `peers OURS.json --peer PEER.json...`: the peer tables of saved reports (no GPU, nothing run).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
+#include "core/terminal.h"
 #include "report/peer_table.h"
 #include "report/report.h"
 
@@ -14,7 +16,10 @@ void add_peers(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand("peers", "Tables of a saved run against saved peer reports: each peer's time, the "
                                           "best peer and ours/best per row");
   cmd->add_option("ours", ours, "Our report (gdnbench run --json)")->required();
-  cmd->add_option("--peer", peers, "A peer's report (scripts/peers; repeatable)")->required()->allow_extra_args(false);
+  cmd->add_option("--peer", peers, "A peer's report (scripts/peers; repeatable)")
+      ->required()
+      ->allow_extra_args(false)
+      ->default_str("");
   cmd->add_flag("--markdown", markdown, "Markdown tables (docs, pull-request comments)");
   cmd->callback([&action] {
     action = [] {
@@ -22,7 +27,8 @@ void add_peers(CLI::App& app, Action& action) {
       for (const auto& path : peers)
         for (auto& c : load_report(path).cases) peer_cases.push_back(std::move(c));
       const auto our_cases = load_report(ours).cases;
-      fmt::print("{}", markdown ? format_peer_markdown(our_cases, peer_cases) : format_peer_table(our_cases, peer_cases));
+      fmt::print("{}", markdown ? format_peer_markdown(our_cases, peer_cases)
+                                : format_peer_table(our_cases, peer_cases, std::size_t(terminal_columns(STDOUT_FILENO))));
       return 0;
     };
   });

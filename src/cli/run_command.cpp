@@ -1,5 +1,8 @@
 // `run` (verify, then time) and `verify` (correctness only).
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <optional>
 
@@ -8,14 +11,19 @@
 #include "cli/output_paths.h"
 #include "config/config.h"
 #include "core/errors.h"
+#include "core/terminal.h"
 #include "device/info.h"
 #include "report/peer_table.h"
 #include "report/report.h"
 #include "report/report_lock.h"
+#include "run/interrupt.h"
 #include "run/runner.h"
 
 namespace gdn::cli {
 namespace {
+
+constexpr const char* kDefaultConfig = "configs/default.yaml";
+constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports it
 
 struct RunArgs {
   std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer_markdown, mode = "cold";
@@ -29,11 +37,16 @@ struct RunArgs {
 };
 
 void add_common(CLI::App* cmd, RunArgs& a) {
-  cmd->add_option("--config", a.config, "Sweep file (YAML or JSON)")->required();
+  cmd->add_option("--config", a.config,
+                  fmt::format("Sweep file (YAML or JSON); without it, {} when the working directory has one",
+                              kDefaultConfig));
   cmd->add_option("--op", a.op, "Only this op")->check(CLI::IsMember({"prefill", "decode", "mtp"}));
   cmd->add_option("--variant", a.variant, "Only variants matching this glob (e.g. 'decode/*', 'cpu')");
-  cmd->add_option("--json", a.json, "Write the JSON report here (rewritten after every case)");
-  cmd->add_option("--seed", a.seed, "Override every case's seed")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--json", a.json,
+                  "Write the JSON report here (rewritten after every case); without it, results go to the terminal only");
+  cmd->add_option("--seed", a.seed, "Override every case's seed (by default each case keeps the config's)")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("");
   cmd->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a.threads, "CPU worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--quiet", a.quiet, "No progress line and no tables");
@@ -62,11 +75,26 @@ std::vector<std::string> child_command(const std::vector<std::string>& argv) {
 
 void write_text(const std::string& path, const std::string& text) { write_file_atomic(path, text); }
 
+// --config, or the default sweep when the working directory has it (said on stderr).
+std::string config_path(const RunArgs& a, bool child) {
+  if (!a.config.empty()) return a.config;
+  if (!std::filesystem::exists(kDefaultConfig))
+    throw input_error(fmt::format("no --config given, and the working directory has no {}: pass --config FILE",
+                                  kDefaultConfig));
+  if (!child) fmt::print(stderr, "gdnbench: no --config given: running {}\n", kDefaultConfig);
+  return kDefaultConfig;
+}
+
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
-  auto cfg = load_config(a.config);
+  const bool child = a.only_point >= 0;  // an --isolate child: its parent speaks
+  interrupt::install(child, !a.json.empty());
+  const std::string path = config_path(a, child);
+  if (a.json.empty() && !child)
+    fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
+  auto cfg = load_config(path);
   // Before any work: no output destroys an input, every output can be written, every peer report
   // loads, and no other run writes the same report.
-  std::vector<NamedPath> inputs{{"--config", a.config}, {"--resume", a.resume}};
+  std::vector<NamedPath> inputs{{"--config", path}, {"--resume", a.resume}};
   for (const auto& p : a.peers) inputs.push_back({"--peer", p});
   check_output_paths(inputs, {{"--json", a.json},
                               {"--csv", a.csv},
@@ -103,7 +131,10 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   opt.breakdown = a.breakdown;
   opt.progress = !a.quiet;
   opt.isolate = a.isolate;
-  if (a.isolate) opt.child_argv = child_command(argv);
+  if (a.isolate) {
+    opt.child_argv = child_command(argv);
+    if (a.config.empty()) opt.child_argv.insert(opt.child_argv.end(), {"--config", path});
+  }
   if (a.only_point >= 0) opt.only_point = std::size_t(a.only_point);
 
   RunReport report;
@@ -119,9 +150,10 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
 
   const int rc = run_sweep(cfg, opt, report);
 
-  if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown));
+  const std::size_t width = std::size_t(terminal_columns(STDOUT_FILENO));
+  if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown, width));
   if (!a.peers.empty()) {
-    fmt::print("{}", format_peer_table(report.cases, peer_cases));
+    fmt::print("{}", format_peer_table(report.cases, peer_cases, width));
     if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(report.cases, peer_cases));
   }
   if (!a.csv.empty()) write_text(a.csv, format_csv(report.cases));
@@ -138,8 +170,8 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   fmt::print("{} cases: {} ok, {} skipped, {} failed verification, {} errors{}{}\n", report.cases.size(), ok, skipped,
              failed, errors, a.json.empty() ? "" : "; report: " + a.json, report.complete ? "" : " (incomplete)");
   if (g_interrupted) {
-    fmt::print(stderr, "gdnbench: interrupted; the report keeps every finished case\n");
-    return 130;
+    fmt::print(stderr, "gdnbench: interrupted{}\n", a.json.empty() ? "" : "; the report keeps every finished case");
+    return kExitInterrupted;
   }
   return rc;
 }
@@ -173,7 +205,8 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
   cmd->add_option("--peer", a.peers,
                   "A peer's report (scripts/peers; repeatable): each peer's time beside ours per shape, the best "
                   "peer and ours/best")
-      ->allow_extra_args(false);  // one path per --peer, so the --isolate child drops exactly that
+      ->allow_extra_args(false)  // one path per --peer, so the --isolate child drops exactly that
+      ->default_str("");
   cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer)")
       ->needs("--peer");
   check_run_flags(cmd);

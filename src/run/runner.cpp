@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "report/report_schema.h"
+#include "run/interrupt.h"
 #include "run/isolate.h"
 #include "core/op.h"
 #include "run/problem.h"
@@ -87,7 +88,9 @@ void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend
   hooks.before = backend.before_sample(opt.mode);
   hooks.launch = [&] { v.launch(p.shape(), p.device(), ctx); };
   backend.throttled_since_last_check();  // reset the flag for this case
-  r.timing = measure(*timer, hooks, backend.kind() == Backend::cpu ? opt.host_rule : opt.rule);
+  const StoppingRule& rule = backend.kind() == Backend::cpu ? opt.host_rule : opt.rule;
+  interrupt::timing_started(rule.timeout_s);
+  r.timing = measure(*timer, hooks, rule);
   r.timer = timer->name();
   r.timed = true;
   r.peak = backend.peak_for(r.work);
@@ -195,6 +198,8 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     const auto& item = plan[i];
     if (done.count(resume_key(item.variant->name, item.shape.key(), std::string(to_string(opt.mode))))) continue;
     progress.update(i, fmt::format("{} {}", item.variant->name, item.shape.key()));
+    interrupt::case_started((item.variant->backend == Backend::cpu ? opt.host_rule : opt.rule).timeout_s, opt.verify,
+                            opt.time);
     CaseRecord r;
     if (opt.isolate) {
       r = run_isolated(opt.child_argv, i, [&](CaseRecord& err) {
@@ -210,6 +215,7 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     verify_failure = verify_failure || r.status == CaseStatus::verify_failed;
     report.cases.push_back(std::move(r));
     save();
+    interrupt::case_ended();
   }
   progress.finish();
   // The host's peak depends on the case's size: the calibration keeps the best one seen.
@@ -219,7 +225,8 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
       if (!slot.is_number() || slot.get<double>() < r.peak.value) slot = r.peak.value;
     }
   report.complete = usable && !g_interrupted;
-  report.finished_at = now_iso8601();
+  // An interrupted run did not finish: its finished_at stays "" (README, report schema).
+  if (!g_interrupted) report.finished_at = now_iso8601();
   save();
   if (runtime_failure) return kExitRuntime;
   if (verify_failure) return kExitVerifyFailed;
