@@ -53,7 +53,7 @@ TEST(Cli, HelpOnEverySubcommandExitsZero) {
 TEST(Cli, UsageErrorsExitThree) {
   EXPECT_EQ(run("").code, 3);
   EXPECT_EQ(run("frobnicate").code, 3);
-  EXPECT_EQ(run("run").code, 3);  // --config is required
+  EXPECT_EQ(run("run").code, 3);  // no --config, and no configs/default.yaml where the tests run
   EXPECT_EQ(run("run --config x.yaml --mode lukewarm").code, 3);
 }
 
