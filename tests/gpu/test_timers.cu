@@ -2,7 +2,7 @@
 // clock, calibration, device info. Every test skips itself with the reason when no CUDA device
 // is present (CI). A .cu file because it needs its own kernels.
 //
-// Self-check on a GPU host:  build/tests/gpu_test_timers --gtest_filter='SelfCheck.*'
+// Self-check on a GPU host:  build/tests/gpu_tests --gtest_filter='SelfCheck.*'
 // prints the device, the timer in use (and why, when it is the fallback), CUPTI vs events on a
 // 1 ms kernel, hot vs cold on an L2-resident read, and the calibration.
 #include <gtest/gtest.h>
