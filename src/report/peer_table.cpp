@@ -54,7 +54,7 @@ std::string markdown_cell(const std::string& s) {
   return out;
 }
 
-// Ours / one peer alone, from its ratios over the rows it measured on our device (span, and
+// Ours / one peer alone, from its ratios over the points it measured on our device (span, and
 // summed kernel time where it has one).
 PeerSummary summarize_peer(const std::string& peer, const std::vector<double>& spans, const std::vector<double>& kernels) {
   PeerSummary s;
@@ -68,10 +68,10 @@ PeerSummary summarize_peer(const std::string& peer, const std::vector<double>& s
 }
 
 std::string summary_line(const PeerSummary& s) {
-  std::string line = fmt::format("{}: ours / it {} over {} rows, it is faster on {}", s.peer, ratio(s.geomean_ours_over), s.rows,
+  std::string line = fmt::format("{}: ours / it {} over {} points, it is faster on {}", s.peer, ratio(s.geomean_ours_over), s.rows,
                                  s.ahead);
   if (s.rows_kernels > 0)
-    line += fmt::format("; ours / its kernel sums {} over {} rows, below ours on {}, at most {}", ratio(s.geomean_ours_over_kernels),
+    line += fmt::format("; ours / its kernel sums {} over {} points, below ours on {}, at most {}", ratio(s.geomean_ours_over_kernels),
                         s.rows_kernels, s.ahead_kernels, ratio(s.worst_ours_over_kernels));
   return line;
 }
@@ -104,9 +104,6 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
   }
   for (auto& sec : sections) {
     std::sort(sec.columns.begin(), sec.columns.end());
-    std::vector<double> ratios, ratios_kernels;
-    // Per column: ours / that peer on each row it measured here (span; summed kernel time).
-    std::vector<std::vector<double>> peer_spans(sec.columns.size()), peer_kernels(sec.columns.size());
     for (auto& row : sec.rows) {
       const double ours = row.ours->timing.stats.median;
       const auto& found = by_key.at(row_key(*row.ours));
@@ -121,18 +118,36 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
           continue;  // another GPU's number is no comparison
         }
         const double t = p->timing.stats.median;
-        peer_spans[c].push_back(ours / t);
         if (row.best < 0 || t < row.best_s) row.best = int(c), row.best_s = t;
         const double k = p->timing.kernels_sum_median_s;
-        if (!std::isfinite(k) || k <= 0) continue;
-        peer_kernels[c].push_back(ours / k);
-        if (!std::isfinite(row.best_kernels_s) || k < row.best_kernels_s) row.best_kernels_s = k;
+        if (std::isfinite(k) && k > 0 && (!std::isfinite(row.best_kernels_s) || k < row.best_kernels_s)) row.best_kernels_s = k;
       }
       if (row.best >= 0) row.ours_over_best = ours / row.best_s;
       if (std::isfinite(row.best_kernels_s)) row.ours_over_best_kernels = ours / row.best_kernels_s;
+      sec.has_kernel_sums = sec.has_kernel_sums || std::isfinite(row.best_kernels_s);
+    }
+    // The summaries count points, not rows: at a point several of our variants may have a row
+    // (prefill/sm90 and prefill/sm75_legacy), and "ours" there is the fastest of them.
+    std::map<std::string, const PeerRow*> fastest;
+    for (const auto& row : sec.rows) {
+      const PeerRow*& f = fastest[row_key(*row.ours)];
+      if (!f || row.ours->timing.stats.median < f->ours->timing.stats.median) f = &row;
+    }
+    std::vector<double> ratios, ratios_kernels;
+    std::vector<std::vector<double>> peer_spans(sec.columns.size()), peer_kernels(sec.columns.size());
+    for (const auto& row : sec.rows) {
+      if (fastest.at(row_key(*row.ours)) != &row) continue;
+      ++sec.points;
+      const double ours = row.ours->timing.stats.median;
+      for (std::size_t c = 0; c < row.peers.size(); ++c) {
+        const CaseRecord* p = row.peers[c];
+        if (!p || !measured(*p) || p->device != row.ours->device) continue;
+        peer_spans[c].push_back(ours / p->timing.stats.median);
+        const double k = p->timing.kernels_sum_median_s;
+        if (std::isfinite(k) && k > 0) peer_kernels[c].push_back(ours / k);
+      }
       sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
       sec.peer_ahead_kernels += row.ours_over_best_kernels > 1.0;
-      sec.has_kernel_sums = sec.has_kernel_sums || std::isfinite(row.best_kernels_s);
       if (std::isfinite(row.ours_over_best) && row.ours_over_best > 0) ratios.push_back(row.ours_over_best);
       if (std::isfinite(row.ours_over_best_kernels) && row.ours_over_best_kernels > 0)
         ratios_kernels.push_back(row.ours_over_best_kernels);
@@ -194,19 +209,19 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
   std::string out;
   for (const auto& sec : sections) {
     out += "\n" + fold(fmt::format("{} against the peers (median us; *: the fastest verified peer; ours/best > 1: a peer "
-                                   "is faster)",
+                                   "is faster; the summaries below count each point once, at our fastest variant)",
                                    sec.op),
                        width);
     std::vector<std::string> keys;
     for (const auto& row : sec.rows) keys.push_back(row.ours->shape_key());
     out += render_fitted(keys, "", width, [&](const ShapeColumn& shapes) { return peer_text_table(sec, shapes); });
-    out += fold(fmt::format("{}: a peer is faster on {} of {} rows; ours / best peer, geometric mean {}", sec.op,
-                            sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best)),
+    out += fold(fmt::format("{}: a peer is faster on {} of {} points; ours / best peer, geometric mean {}", sec.op,
+                            sec.peer_ahead, sec.points, ratio(sec.geomean_ours_over_best)),
                 width);
     if (sec.has_kernel_sums)
       out += fold(fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below "
-                              "ours on {} of {} rows; ours / best peer kernels, geometric mean {}",
-                              sec.op, sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels)),
+                              "ours on {} of {} points; ours / best peer kernels, geometric mean {}",
+                              sec.op, sec.peer_ahead_kernels, sec.points, ratio(sec.geomean_ours_over_best_kernels)),
                   width);
     for (const auto& p : sec.per_peer) out += fold(fmt::format("{}: {}", sec.op, summary_line(p)), width);
     for (const auto& d : sec.other_devices)
@@ -228,16 +243,17 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
       if (ahead_a != ahead_b) return ahead_a;
       return ahead_a && a->ours_over_best > b->ours_over_best;
     });
-    out += fmt::format("**{}**: a peer is faster on {} of {} rows (listed first); ours / best peer, geometric mean "
-                       "{}; median us, `skip` / `FAIL` / `error`: no verified peer number\n\n",
-                       sec.op, sec.peer_ahead, sec.rows.size(), ratio(sec.geomean_ours_over_best));
+    out += fmt::format("**{}**: a peer is faster on {} of {} points (ours: the fastest of our variants at each; rows where a peer "
+                       "is faster listed first); ours / best peer, geometric mean {}; median us, `skip` / `FAIL` / "
+                       "`error`: no verified peer number\n\n",
+                       sec.op, sec.peer_ahead, sec.points, ratio(sec.geomean_ours_over_best));
     if (sec.has_kernel_sums)
       out += fmt::format("A peer's summed kernel time (its report's `kernels_sum_median_s`: the host's gaps between "
-                         "its kernels left out) is below our whole span on {} of {} rows (`peer kernels`, "
+                         "its kernels left out) is below our whole span on {} of {} points (`peer kernels`, "
                          "`ours / kernels`; geometric mean {}).\n\n",
-                         sec.peer_ahead_kernels, sec.rows.size(), ratio(sec.geomean_ours_over_best_kernels));
+                         sec.peer_ahead_kernels, sec.points, ratio(sec.geomean_ours_over_best_kernels));
     if (!sec.per_peer.empty()) {
-      out += "| peer | rows | ours / peer (span) | peer faster | ours / peer kernels | peer kernels faster | worst ours / "
+      out += "| peer | points | ours / peer (span) | peer faster | ours / peer kernels | peer kernels faster | worst ours / "
              "kernels |\n|---|---:|---:|---:|---:|---:|---:|\n";
       for (const auto& p : sec.per_peer)
         out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", markdown_cell(p.peer), p.rows, ratio(p.geomean_ours_over),

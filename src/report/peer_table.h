@@ -39,10 +39,11 @@ struct PeerSection {
   std::string op;
   std::vector<std::string> columns;  // peer variants, first-seen order
   std::vector<PeerRow> rows;         // ours in report order
-  int peer_ahead = 0;                // rows where the best peer is faster
-  int peer_ahead_kernels = 0;        // rows where a peer's summed kernel time is below ours
+  int points = 0;                    // distinct points: the summaries count each once, ours its fastest variant
+  int peer_ahead = 0;                // points where the best peer is faster than our fastest
+  int peer_ahead_kernels = 0;        // points where a peer's summed kernel time is below ours
   bool has_kernel_sums = false;      // some peer record of the section has one
-  // Geometric means of ours / best over the rows that have one (NaN: none): the figure a "1.25x
+  // Geometric means of ours / best over the points that have one (NaN: none): the figure a "1.25x
   // faster than the best peer" target reads.
   double geomean_ours_over_best = kNaN;
   double geomean_ours_over_best_kernels = kNaN;

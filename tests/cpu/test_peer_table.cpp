@@ -49,7 +49,7 @@ TEST(PeerTable, BestPeerAndRatioPerRowAcrossReports) {
   EXPECT_EQ(text.find("flashinfer/decode_pretranspose us"), std::string::npos) << text;
   EXPECT_NE(text.find("2.50*"), std::string::npos) << text;
   EXPECT_NE(text.find("1.20x"), std::string::npos) << text;
-  EXPECT_NE(text.find("a peer is faster on 1 of 2 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("a peer is faster on 1 of 2 points"), std::string::npos) << text;
 }
 
 TEST(PeerTable, OnlyVerifiedTimedPeerRecordsGiveNumbers) {
@@ -80,7 +80,7 @@ TEST(PeerTable, MarkdownListsRowsWherePeersAreAheadFirst) {
   ASSERT_NE(b4, std::string::npos) << md;
   EXPECT_LT(b4, b2) << md;  // 2.00x before 1.25x
   EXPECT_LT(b2, b1) << md;  // then the rows where we are ahead
-  EXPECT_NE(md.find("a peer is faster on 2 of 3 rows"), std::string::npos) << md;
+  EXPECT_NE(md.find("a peer is faster on 2 of 3 points"), std::string::npos) << md;
   EXPECT_NE(md.find("**2.00x**"), std::string::npos) << md;
 }
 
@@ -139,7 +139,7 @@ TEST(PeerTable, PeerKernelSumsBesideTheSpans) {
   EXPECT_NE(text.find("kernels"), std::string::npos) << text;
   EXPECT_NE(text.find("410.00"), std::string::npos) << text;
   EXPECT_NE(text.find("0.98x"), std::string::npos) << text;
-  EXPECT_NE(text.find("is below ours on 0 of 2 rows"), std::string::npos) << text;
+  EXPECT_NE(text.find("is below ours on 0 of 2 points"), std::string::npos) << text;
   const auto md = format_peer_markdown(ours, peers);
   EXPECT_NE(md.find("| peer kernels | ours / kernels |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 410.00 | 0.98x |"), std::string::npos) << md;
@@ -207,12 +207,12 @@ TEST(PeerTable, PerPeerSummaries) {
   EXPECT_NEAR(fi.geomean_ours_over_kernels, std::sqrt(1.6 * 1.25), 1e-12);
   EXPECT_NEAR(fi.worst_ours_over_kernels, 1.6, 1e-12);
   const auto md = format_peer_markdown(ours, peers);
-  EXPECT_NE(md.find("| peer | rows | ours / peer (span) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| peer | points | ours / peer (span) |"), std::string::npos) << md;
   EXPECT_NE(md.find("| fla/chunk | 2 | 0.50x | 0 | - | - | - |"), std::string::npos) << md;
   EXPECT_NE(md.find("| flashinfer/chunk | 2 | 1.05x | 1 | 1.41x | 2 | 1.60x |"), std::string::npos) << md;
   const auto text = format_peer_table(ours, peers, 1000);  // wide: the summary line is not folded
-  EXPECT_NE(text.find("flashinfer/chunk: ours / it 1.05x over 2 rows, it is faster on 1; ours / its kernel sums 1.41x over 2 "
-                      "rows, below ours on 2, at most 1.60x"),
+  EXPECT_NE(text.find("flashinfer/chunk: ours / it 1.05x over 2 points, it is faster on 1; ours / its kernel sums 1.41x over 2 "
+                      "points, below ours on 2, at most 1.60x"),
             std::string::npos)
       << text;
   // At 120 columns it folds, and no line is wider.
@@ -220,6 +220,27 @@ TEST(PeerTable, PerPeerSummaries) {
   for (std::size_t start = 0, end; (end = folded.find('\n', start)) != std::string::npos; start = end + 1)
     EXPECT_LE(end - start, 120u) << folded.substr(start, end - start);
   EXPECT_NE(folded.find("at most 1.60x"), std::string::npos) << folded;
+}
+
+// Two of our variants at one point (decode/fast and decode/cuda_simple here, prefill/sm90 and
+// prefill/sm75_legacy on a real sweep): both keep their rows, but the summaries count the point
+// once, with ours its fastest variant, so a slow baseline cannot pull the geometric mean.
+TEST(PeerTable, SummariesCountEachPointOnceWithOurFastestVariant) {
+  const std::vector<CaseRecord> ours{rec("decode/fast", 1, 2.0), rec("decode/cuda_simple", 1, 20.0),
+                                     rec("decode/fast", 256, 250.0), rec("decode/cuda_simple", 256, 900.0)};
+  const std::vector<CaseRecord> peers{rec("fla/fused_recurrent", 1, 4.0), rec("fla/fused_recurrent", 256, 500.0)};
+  const auto sections = build_peer_sections(ours, peers);
+  ASSERT_EQ(sections.size(), 1u);
+  const auto& s = sections[0];
+  EXPECT_EQ(s.rows.size(), 4u);
+  EXPECT_EQ(s.points, 2);
+  EXPECT_EQ(s.peer_ahead, 0);  // cuda_simple's rows are slower than FLA, but fast's are not
+  EXPECT_NEAR(s.geomean_ours_over_best, std::sqrt(0.5 * 0.5), 1e-12);
+  ASSERT_EQ(s.per_peer.size(), 1u);
+  EXPECT_EQ(s.per_peer[0].rows, 2);
+  EXPECT_EQ(s.per_peer[0].ahead, 0);
+  const auto text = format_peer_table(ours, peers);
+  EXPECT_NE(text.find("a peer is faster on 0 of 2 points"), std::string::npos) << text;
 }
 
 }  // namespace
