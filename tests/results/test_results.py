@@ -169,7 +169,7 @@ class Performance(unittest.TestCase):
         folders = self.folders(ours, peers)
         snap = pf.render_snapshot(folders)
         self.assertTrue(snap.startswith(pf.SNAPSHOT_BEGIN) and snap.endswith(pf.SNAPSHOT_END))
-        self.assertIn(f"| {GPU} | prefill | `configs/x.yaml` | 2 | 0.79x | 1 of 2 | fla | 55.0 | 2026-01-02 |", snap)
+        self.assertIn(f"| {GPU} | prefill | `x.yaml` | 2 | 0.79x | 1 of 2 | 2.00x | 1 of 1 | fla | 55.0 | 2026-01-02 |", snap)
         page = pf.render_performance(folders)
         self.assertIn("| `k1` | **10.00** | 12.00 | 8.00 | 9.00 | fla/x | 1.25x | 5.00 | 2.00x |", page)
         self.assertIn("| fla/y | 1 | 1.11x | 1 | - | - |", page)
@@ -188,7 +188,7 @@ class Performance(unittest.TestCase):
     def test_no_peers(self):
         ours, _ = ours_and_peers()
         snap = pf.render_snapshot(self.folders(ours))
-        self.assertIn(f"| {GPU} | prefill | `configs/x.yaml` | 2 | - | - | - | 55.0 | 2026-01-02 |", snap)
+        self.assertIn(f"| {GPU} | prefill | `x.yaml` | 2 | - | - | - | - | - | 55.0 | 2026-01-02 |", snap)
 
     def test_snapshot_replaces_only_the_block(self):
         text = f"# t\nbefore\n{pf.SNAPSHOT_BEGIN}\nold\n{pf.SNAPSHOT_END}\nafter\n"
@@ -228,7 +228,10 @@ class Committed(unittest.TestCase):
         for path in paths:
             r = rp.load(path)
             self.assertEqual(rp.slim(r)["cases"], r["cases"], f"{path} holds per-sample arrays: slim it")
-            self.assertTrue(r.get("argv") and r.get("tool", {}).get("git_sha"), f"{path}: no command or commit")
+            tool = r.get("tool", {})
+            # Ours carry the commit they were built from; a peer's report carries its package's version.
+            version = tool.get("git_sha") if tool.get("name") == "gdnbench" else tool.get("version")
+            self.assertTrue(r.get("argv") and version, f"{path}: no command, or no commit / peer version")
 
 
 if __name__ == "__main__":
