@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   // Every option's default shows in --help ("--min-samples INT=10"); subcommands inherit this.
   app.option_defaults()->always_capture_default();
-  app.set_version_flag("--version", std::string(GDN_VERSION) + " (" + GDN_GIT_SHA + ")");
+  app.set_version_flag("--version", std::string(GDN_VERSION) + " (" + gdn::kGitSha + ")");
   gdn::cli::Action action;
   gdn::cli::add_run(app, action, args);
   gdn::cli::add_verify(app, action, args);

@@ -7,6 +7,12 @@
 #include <string>
 #include <vector>
 
+namespace gdn {
+// The commit this program was built from ("-dirty" with uncommitted changes), written at each
+// build (cmake/git_sha.cmake).
+extern const char kGitSha[];
+}  // namespace gdn
+
 namespace gdn::cli {
 
 using Action = std::function<int()>;

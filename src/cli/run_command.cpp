@@ -139,7 +139,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
 
   RunReport report;
   report.tool_version = GDN_VERSION;
-  report.git_sha = GDN_GIT_SHA;
+  report.git_sha = kGitSha;
   report.argv = argv;
   report.command = time ? "run" : "verify";
   report.config_path = cfg.path;
