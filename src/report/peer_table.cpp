@@ -146,6 +146,8 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
         const double k = p->timing.kernels_sum_median_s;
         if (std::isfinite(k) && k > 0) peer_kernels[c].push_back(ours / k);
       }
+      sec.compared += row.best >= 0;
+      sec.compared_kernels += std::isfinite(row.ours_over_best_kernels);
       sec.peer_ahead += row.best >= 0 && row.ours_over_best > 1.0;
       sec.peer_ahead_kernels += row.ours_over_best_kernels > 1.0;
       if (std::isfinite(row.ours_over_best) && row.ours_over_best > 0) ratios.push_back(row.ours_over_best);
@@ -216,12 +218,12 @@ std::string format_peer_table(const std::vector<CaseRecord>& ours, const std::ve
     for (const auto& row : sec.rows) keys.push_back(row.ours->shape_key());
     out += render_fitted(keys, "", width, [&](const ShapeColumn& shapes) { return peer_text_table(sec, shapes); });
     out += fold(fmt::format("{}: a peer is faster on {} of {} points; ours / best peer, geometric mean {}", sec.op,
-                            sec.peer_ahead, sec.points, ratio(sec.geomean_ours_over_best)),
+                            sec.peer_ahead, sec.compared, ratio(sec.geomean_ours_over_best)),
                 width);
     if (sec.has_kernel_sums)
       out += fold(fmt::format("{}: a peer's summed kernel time (the host's gaps between its kernels left out) is below "
                               "ours on {} of {} points; ours / best peer kernels, geometric mean {}",
-                              sec.op, sec.peer_ahead_kernels, sec.points, ratio(sec.geomean_ours_over_best_kernels)),
+                              sec.op, sec.peer_ahead_kernels, sec.compared_kernels, ratio(sec.geomean_ours_over_best_kernels)),
                   width);
     for (const auto& p : sec.per_peer) out += fold(fmt::format("{}: {}", sec.op, summary_line(p)), width);
     for (const auto& d : sec.other_devices)
@@ -246,12 +248,12 @@ std::string format_peer_markdown(const std::vector<CaseRecord>& ours, const std:
     out += fmt::format("**{}**: a peer is faster on {} of {} points (ours: the fastest of our variants at each; rows where a peer "
                        "is faster listed first); ours / best peer, geometric mean {}; median us, `skip` / `FAIL` / "
                        "`error`: no verified peer number\n\n",
-                       sec.op, sec.peer_ahead, sec.points, ratio(sec.geomean_ours_over_best));
+                       sec.op, sec.peer_ahead, sec.compared, ratio(sec.geomean_ours_over_best));
     if (sec.has_kernel_sums)
       out += fmt::format("A peer's summed kernel time (its report's `kernels_sum_median_s`: the host's gaps between "
                          "its kernels left out) is below our whole span on {} of {} points (`peer kernels`, "
                          "`ours / kernels`; geometric mean {}).\n\n",
-                         sec.peer_ahead_kernels, sec.points, ratio(sec.geomean_ours_over_best_kernels));
+                         sec.peer_ahead_kernels, sec.compared_kernels, ratio(sec.geomean_ours_over_best_kernels));
     if (!sec.per_peer.empty()) {
       out += "| peer | points | ours / peer (span) | peer faster | ours / peer kernels | peer kernels faster | worst ours / "
              "kernels |\n|---|---:|---:|---:|---:|---:|---:|\n";

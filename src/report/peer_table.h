@@ -40,6 +40,8 @@ struct PeerSection {
   std::vector<std::string> columns;  // peer variants, first-seen order
   std::vector<PeerRow> rows;         // ours in report order
   int points = 0;                    // distinct points: the summaries count each once, ours its fastest variant
+  int compared = 0;                  // points where a verified peer has a number on our device
+  int compared_kernels = 0;          // points where one has a summed kernel time
   int peer_ahead = 0;                // points where the best peer is faster than our fastest
   int peer_ahead_kernels = 0;        // points where a peer's summed kernel time is below ours
   bool has_kernel_sums = false;      // some peer record of the section has one
