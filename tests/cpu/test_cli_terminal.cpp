@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -209,6 +210,31 @@ class Running {
   bool running() const { return !exited_ && waitpid(pid_, nullptr, WNOHANG) == 0; }
   const std::string& text() const { return text_; }
 
+  // Waits until the child has spent `cpu_s` seconds of CPU time (/proc/PID/stat: utime + stime)
+  // or `seconds` pass; whether it has. A sweep whose case times without end spins the CPU, so
+  // this says a case is under way: a Ctrl-C before the first case stops the run at once.
+  bool wait_for_cpu(double cpu_s, double seconds) const {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    const double tick = double(sysconf(_SC_CLK_TCK));
+    while (Clock::now() < end) {
+      std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const auto close = line.rfind(')');
+      if (close == std::string::npos) return false;
+      std::istringstream fields(line.substr(close + 2));
+      std::string field;
+      unsigned long long utime = 0, stime = 0;
+      for (int i = 3; i <= 15 && fields >> field; ++i) {
+        if (i == 14) utime = std::stoull(field);
+        if (i == 15) stime = std::stoull(field);
+      }
+      if (double(utime + stime) / tick >= cpu_s) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+
  private:
   // Up to `ms` milliseconds for more output; false at the end of it or on a timeout.
   bool read_some(int ms) {
@@ -237,8 +263,9 @@ TEST(CliTerminal, CtrlCIsHeardAtOnceAndASecondStopsNow) {
   for (auto& a : endless_timing("60")) args.push_back(a);
   Running run(args);
   ASSERT_TRUE(run.started());
-  // The notice comes after the handler is in place.
+  // The notice comes after the handler is in place; the first Ctrl-C goes once the case times.
   ASSERT_TRUE(run.wait_for("results go to the terminal only", 30)) << run.text();
+  ASSERT_TRUE(run.wait_for_cpu(0.5, 30)) << run.text();
   run.interrupt();
   ASSERT_TRUE(run.wait_for("Ctrl-C again to stop now", 3)) << run.text();
   EXPECT_NE(run.text().find("stopping after the current case ("), std::string::npos) << run.text();
