@@ -364,7 +364,7 @@ TEST(Sm90Plan, PlanSpecSetsItsKnobsAndRejectsTheRest) {
                                                                "slot_write, pdl)"))
       << sm90::check_spec("kernel=v1");
   EXPECT_TRUE(test::contains(sm90::check_spec("cp=x"), "cp=x: cp takes off or a number of chunks per segment")) << sm90::check_spec("cp=x");
-  EXPECT_TRUE(test::contains(sm90::check_spec("pdl=on,pdl=off"), "knob 'pdl' given twice"));
+  EXPECT_TRUE(test::contains(sm90::check_spec("pdl=on,pdl=off"), "knob 'pdl' is set twice"));
 }
 
 TEST(Sm90Plan, ContextParallelBySpec) {

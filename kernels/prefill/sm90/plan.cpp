@@ -2,6 +2,7 @@
 
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/workspace.h"
+#include "core/plan_spec.h"
 
 #include <fmt/format.h>
 
@@ -217,12 +218,6 @@ std::string value_list(const PlanKnob& k) {
   return out;
 }
 
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
-
 // The place of `value` in k's values ("<n>": any value not listed by name), or -1.
 int value_index(const PlanKnob& k, std::string_view value) {
   int any_number = -1;
@@ -253,19 +248,20 @@ PlanSpec parse_spec(std::string_view spec) {
   auto bad = [&](const std::string& why) {
     return std::invalid_argument(fmt::format("prefill/sm90 plan '{}': {}", spec, why));
   };
+  // The shared parser splits the spec and refuses malformed pairs and a knob set twice; the
+  // knobs, their values and the rules between them are this family's.
+  std::vector<PlanSetting> settings;
+  try {
+    settings = parse_plan_spec(spec);
+  } catch (const std::invalid_argument& e) {
+    throw bad(fmt::format("{} (knobs: {})", e.what(), knob_list()));
+  }
   PlanSpec out;
-  std::vector<std::string_view> seen;
-  for (size_t at = 0; !trimmed(spec).empty() && at != std::string_view::npos;) {  // every field, empty ones too
-    const size_t comma = spec.find(',', at);
-    const std::string_view field = trimmed(spec.substr(at, comma == std::string_view::npos ? comma : comma - at));
-    at = comma == std::string_view::npos ? comma : comma + 1;
-    const size_t eq = field.find('=');
-    if (eq == std::string_view::npos) throw bad(fmt::format("'{}' is not knob=value (knobs: {})", field, knob_list()));
-    const std::string_view name = trimmed(field.substr(0, eq)), value = trimmed(field.substr(eq + 1));
+  for (const PlanSetting& setting : settings) {
+    const std::string& name = setting.knob;
+    const std::string& value = setting.value;
     const auto knob = std::find_if(knob_table().begin(), knob_table().end(), [&](const KnobDef& k) { return k.doc.name == name; });
     if (knob == knob_table().end()) throw bad(fmt::format("unknown knob '{}' (knobs: {})", name, knob_list()));
-    if (std::find(seen.begin(), seen.end(), name) != seen.end()) throw bad(fmt::format("knob '{}' given twice", name));
-    seen.push_back(name);
     const int index = value_index(knob->doc, value);
     if (index < 0) throw bad(fmt::format("{}={}: expected {}", name, value, value_list(knob->doc)));
     try {
