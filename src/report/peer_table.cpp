@@ -102,6 +102,10 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
     row.ours = &r;
     sec.rows.push_back(row);
   }
+  // A peer record that gives a number beside ours: verified, timed, on our device.
+  auto comparable = [](const CaseRecord* p, const PeerRow& row) {
+    return p && measured(*p) && p->device == row.ours->device;
+  };
   for (auto& sec : sections) {
     std::sort(sec.columns.begin(), sec.columns.end());
     for (auto& row : sec.rows) {
@@ -112,7 +116,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
         const CaseRecord* p = f == found.end() ? nullptr : f->second;
         row.peers.push_back(p);
         if (!p || !measured(*p)) continue;
-        if (p->device != row.ours->device) {
+        if (!comparable(p, row)) {
           if (std::find(sec.other_devices.begin(), sec.other_devices.end(), p->device) == sec.other_devices.end())
             sec.other_devices.push_back(p->device);
           continue;  // another GPU's number is no comparison
@@ -141,7 +145,7 @@ std::vector<PeerSection> build_peer_sections(const std::vector<CaseRecord>& ours
       const double ours = row.ours->timing.stats.median;
       for (std::size_t c = 0; c < row.peers.size(); ++c) {
         const CaseRecord* p = row.peers[c];
-        if (!p || !measured(*p) || p->device != row.ours->device) continue;
+        if (!comparable(p, row)) continue;
         peer_spans[c].push_back(ours / p->timing.stats.median);
         const double k = p->timing.kernels_sum_median_s;
         if (std::isfinite(k) && k > 0) peer_kernels[c].push_back(ours / k);
