@@ -357,50 +357,59 @@ __device__ __forceinline__ void chunk_products(const Grp& grp, uint8_t* smem, in
   products_store<BV, Kern>(grp, smem, buf, scale, held);
 }
 
-// L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
-// warpgroup (the fused kernel): K K^T and Q K^T as two m64n64 products over the head dim's 8
-// k-steps, both operands the stage's f16 tiles (K-major); warp w's accumulator is then row block w
-// of each, the m16n8 tiles of product_mma side by side, stored by product_store (the tiles above
-// the diagonal are computed and dropped). The same k-steps in the same order as mma.sync, so the
-// same bits (GPU test FusedGivesTwoPassBits). One product in flight at a time: the preparation
-// warpgroup has 120 registers. The q/k tiles were rewritten as f16 by the group's generic stores:
-// each thread fences them to the async proxy, then a group barrier. Ends without a barrier.
-template <int BV, int Kern, class Grp>
-__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  static_assert(Grp::kWarps == 4, "one warpgroup");
+// X K^T of chunk `stage` as one m64n64 wgmma product over the head dim's 8 k-steps, X the q or k
+// tile at a_tile (both operands the stage's f16 tiles, K-major), issued and committed as one group:
+// warp w's accumulator is row block w, the m16n8 tiles of product_mma side by side. The same
+// k-steps in the same order as mma.sync, so the same bits (GPU test FusedGivesTwoPassBits).
+template <int BV, int Kern>
+__device__ __forceinline__ void issue_product_wgmma(float (&acc)[8][4], uint8_t* smem, int stage, bool is_q) {
   constexpr SmemLayout L(BV, Kern);
-  const int lane = grp.tid & 31;
-  const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
+  const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), a_at = s0 + (is_q ? L.q(stage) : L.k(stage));
   auto k_major = [](uint32_t at) { return ptx::wgmma_smem_desc_sw128(at, 16, 1024); };
   auto step = [](uint32_t tile, int kk) { return tile + half_of(kk) + 32u * uint32_t(kk & 3); };
+  float(&d)[32] = *reinterpret_cast<float(*)[32]>(&acc[0][0]);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < kHeadDim / 16; ++kk) ptx::wgmma_m64n64k16_f32_f16_ss(d, k_major(step(a_at, kk)), k_major(step(k_at, kk)), kk > 0);
+  ptx::wgmma_commit_group();
+}
+
+// Waits for every committed wgmma group of this thread; acc is then readable.
+__device__ __forceinline__ void await_product_wgmma(float (&acc)[8][4]) {
+  ptx::wgmma_wait_group<0>();
+  ptx::wgmma_fence_operands(*reinterpret_cast<float(*)[32]>(&acc[0][0]));
+}
+
+// Warp w's row block w of L (IsQ false) or P_g (IsQ true) from its wgmma accumulator, scaled and
+// stored by product_store. No barrier.
+template <bool IsQ, int BV, int Kern, class Grp>
+__device__ __forceinline__ void store_row_block(const Grp& grp, uint8_t* smem, int buf, float scale, float (&acc)[8][4]) {
+  static_assert(Grp::kWarps == 4, "one warpgroup");
+  const int lane = grp.tid & 31;
+  switch (grp.warp()) {
+    case 0: product_store<IsQ, 0, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<0>*>(&acc[0][0])); break;
+    case 1: product_store<IsQ, 1, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<1>*>(&acc[0][0])); break;
+    case 2: product_store<IsQ, 2, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<2>*>(&acc[0][0])); break;
+    default: product_store<IsQ, 3, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<3>*>(&acc[0][0])); break;
+  }
+}
+
+// L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
+// warpgroup (the fused kernel): K K^T, then Q K^T (issue_product_wgmma), each stored by its row
+// blocks (the tiles above the diagonal are computed and dropped). One product in flight at a time.
+// The q/k tiles were rewritten as f16 by the group's generic stores: each thread fences them to
+// the async proxy, then a group barrier. Ends without a barrier.
+template <int BV, int Kern, class Grp>
+__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   grp.sync();
   float kt[8][4], qt[8][4];
-  float(&kf)[32] = *reinterpret_cast<float(*)[32]>(&kt[0][0]);
-  float(&qf)[32] = *reinterpret_cast<float(*)[32]>(&qt[0][0]);
-  auto product = [&](float(&d)[32], uint32_t a_tile) {
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kHeadDim / 16; ++kk) ptx::wgmma_m64n64k16_f32_f16_ss(d, k_major(step(a_tile, kk)), k_major(step(k_at, kk)), kk > 0);
-    ptx::wgmma_commit_group();
-  };
-  product(kf, k_at);
-  ptx::wgmma_wait_group<0>();
-  ptx::wgmma_fence_operands(kf);
-  auto store_rows = [&](auto is_q, float(&acc)[8][4]) {
-    constexpr bool Q = decltype(is_q)::value;
-    switch (grp.warp()) {
-      case 0: product_store<Q, 0, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<0>*>(&acc[0][0])); break;
-      case 1: product_store<Q, 1, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<1>*>(&acc[0][0])); break;
-      case 2: product_store<Q, 2, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<2>*>(&acc[0][0])); break;
-      default: product_store<Q, 3, BV, Kern>(lane, smem, buf, scale, *reinterpret_cast<RowBlockAcc<3>*>(&acc[0][0])); break;
-    }
-  };
-  store_rows(std::false_type{}, kt);
-  product(qf, q_at);
-  ptx::wgmma_wait_group<0>();
-  ptx::wgmma_fence_operands(qf);
-  store_rows(std::true_type{}, qt);
+  issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
+  await_product_wgmma(kt);
+  store_row_block<false, BV, Kern>(grp, smem, buf, scale, kt);
+  issue_product_wgmma<BV, Kern>(qt, smem, stage, true);
+  await_product_wgmma(qt);
+  store_row_block<true, BV, Kern>(grp, smem, buf, scale, qt);
 }
 
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so

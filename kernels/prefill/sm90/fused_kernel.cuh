@@ -1,37 +1,32 @@
-// The fused schedule: the scan's state warpgroups on wgmma and, in the same CTA, a preparation
-// warpgroup that does what the preparation kernel does, one chunk ahead, into the stage the state
-// warpgroups read next: no workspace, no slot written to memory and read back (the two-pass
-// schedule moves 18 KB per chunk and value head through DRAM twice). Per-stage mbarriers as in the
-// scan, block_v 128 (two state warpgroups): one CTA per (value head, sequence), so a chunk is
-// prepared once. The roles:
-//   state warpgroups   once chunk j + 1 has landed, its q/k norms and f16 rewrite (chunk_norms)
-//                      and mark it normed; then wait for stage j % 3 to be full, advance the state
-//                      through chunk j (the same code as the scan's), mark it empty, and once every
-//                      state thread has, copy chunk j + 3's v rows into it
-//   prep warpgroup     copy chunk i + 1's q, k (and gate) in once stage (i + 1) % 3 is empty (the
-//                      copies of both roles arrive on landed when they complete), wait for chunk i to be
-//                      normed, prepare it into stage i % 3 (the other scalars, L and P_g on wgmma,
-//                      the inverse in lt, A_g: chunk_prep.cuh), mark it full
-// The norms run in the state warpgroups because the preparation sets the pace: the state warps'
-// own work is about 5100 of the preparation's 13 K cycles a chunk (clock64 marks), and the norms
-// about 2400 of those.
-// The arithmetic is the preparation kernel's and the scan's, step for step (the products' k-steps
-// on wgmma are mma.sync's), so the fused kernel gives the two-pass schedule's bits (GPU test). No
-// context parallelism: a CTA walks its whole sequence. The plan takes it where GVA is 1 or 2 and
-// its grid fills the GPU (plan.cpp fused_wins); elsewhere it is slower: both roles take 9-10 K
-// cycles a chunk (kernels/prefill/sm90/README.md).
-// Registers (384 threads, 168 a lane at launch): the state warpgroups take 192 and the
-// preparation, with the loads, the remaining 120 (setmaxnreg); neither spills (184 / 128 spills 24
-// bytes in the state), and the state warpgroups keep one wgmma group in flight (StateWarpgroup
-// kOneGroup): two, as the scan does at 208, make ptxas serialize every wgmma (C7512).
+// The fused schedule: one CTA per (sequence, value head) at block_v 128 whose warpgroups each keep
+// one job, meeting at per-stage mbarriers (three stages):
+//   state warpgroups 0-1  once stage j % 3 is full, advance the state through chunk j (the scan's
+//                         code, state_warpgroup.cuh); mark it empty
+//   preparation warpgroup once chunk i is normed, prepare it into stage i % 3 (the scalars, L and
+//                         P_g on wgmma, the inverse in lt, A_g: chunk_prep.cuh); mark it full
+//   producer warpgroup    copy chunk i + 2's q, k and v into stage (i + 2) % 3 once the state
+//                         warpgroups are done with chunk i - 1 there; once chunk i has landed, its
+//                         q/k norms and f16 rewrite; mark it normed
+// No workspace: nothing of a chunk goes to memory and back (the two-pass schedule moves 18 KB per
+// chunk and value head through DRAM twice), and each chunk is prepared once. The arithmetic is the
+// preparation kernel's and the scan's, step for step (the products' k-steps on wgmma are
+// mma.sync's), so the fused kernel gives the two-pass schedule's bits (GPU test). No context
+// parallelism: a CTA walks its whole sequence. The plan takes it where GVA is 1 or 2 and its grid
+// fills the GPU (plan.cpp fused_wins).
+// Registers (512 threads, 128 a lane at launch): state 2 x 192, preparation 104, producer 24
+// (setmaxnreg), the 65,536 an SM holds. The state warpgroups keep one wgmma group in flight
+// (StateWarpgroup kOneGroup): two at 192 make ptxas serialize every wgmma (C7512); at 184 it does
+// so with one.
 #pragma once
 
 #include <cuda/ptx>
 #include <cuda_pipeline.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/gdn_math.cuh"
+#include "common/ptx/named_barrier.cuh"
 #include "common/ptx/opaque.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
@@ -44,33 +39,60 @@
 
 namespace gdn::sm90 {
 
-constexpr int kFusedPrepBarrier = 1;  // named barrier id of the preparation warpgroup
-constexpr int kFusedStateRegs = 192, kFusedPrepRegs = 120;
-static_assert(2 * 128 * kFusedStateRegs + 128 * kFusedPrepRegs <= 168 * 384, "setmaxnreg within the CTA's launch registers");
+// Named barriers: 1 the preparation warpgroup, 2-3 the state warpgroups' turns, 4 the producer.
+constexpr int kFusedPrepBarrier = 1, kProducerBarrier = 4;
+constexpr int kFusedStateRegs = 192, kFusedPrepRegs = 104, kProducerRegs = 24;
+static_assert(2 * 128 * kFusedStateRegs + 128 * (kFusedPrepRegs + kProducerRegs) <= 65536, "setmaxnreg within the SM's registers");
+
+// Inverse norms of chunk `stage`'s 64 k rows and 64 q rows into buffer `buf` (rk, rq), bf16 rows
+// rewritten as f16 (the MMA type), by the 128 producer threads in 24 registers: item e = (row,
+// quarter), four items a thread, a quarter's four 16-byte pieces one at a time; the four lanes of a
+// row combine their sums by two shuffles. The piece order is chunk_norms' (conflict-free).
+template <class In, int BV>
+__device__ __forceinline__ void producer_norms(int tid, uint8_t* smem, int stage, int buf, const prefill::Args& a, int rows) {
+  constexpr SmemLayout L(BV, kFusedKernel);
+  const int quarter = tid & 3;
+#pragma unroll 1
+  for (int m = 0; m < 4; ++m) {
+    const int e = tid + m * 128;
+    const int row = (e >> 2) & (kChunk - 1);
+    uint8_t* p = smem + (e >= 4 * kChunk ? L.q(stage) : L.k(stage)) + row * 128;
+    float ss[2] = {0.f, 0.f};
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      uint8_t* piece = p + (c >> 1) * kHalfTileBytes + 16 * ((2 * quarter + (row & 1) + (c & 1)) & 7);
+      uint4 w = *reinterpret_cast<const uint4*>(piece);
+      sum_sq_to_f16<In>(w, ss);
+      if constexpr (!std::is_same_v<In, __half>) *reinterpret_cast<uint4*>(piece) = w;
+    }
+    float sum = ss[0] + ss[1];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (quarter == 0) {
+      const float inv = a.l2norm ? 1.f / sqrtf(sum + kL2NormEpsF) : 1.f;
+      scalar_vec<BV, kFusedKernel>(smem, buf, e >= 4 * kChunk ? kRq : kRk)[row] = row < rows ? inv : 0.f;
+    }
+  }
+}
 
 // pingpong: the two state warpgroups issue their products in turn (state_warpgroup.cuh).
 template <class In>
-__global__ void __launch_bounds__(warps_for(kFusedBlockV) * 32, 1)
-    prefill_sm90_fused_kernel(const prefill::Args a, int v_blocks, bool pingpong) {
+__global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(const prefill::Args a, int v_blocks, bool pingpong) {
   constexpr int BV = kFusedBlockV;
-  constexpr int kStateWarps = BV / kColsPerWarp, NP = kPrepWarps * 32;
+  constexpr int kStateWarps = BV / kColsPerWarp, NS = kStateWarps * 32, NP = kPrepWarps * 32;
+  static_assert(NS + 2 * NP == kFusedThreads, "state, preparation and producer warpgroups");
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = int(threadIdx.x), warp = tid >> 5;
   const CtaWork w = CtaWork::of(a, v_blocks, BV);
   const int count = w.chunks;
 
-  // Per stage, full (the preparation's NP arrivals: the chunk is in and prepared) and empty (the
-  // state warpgroups' arrivals); landed (each preparation thread's copies of the chunk complete:
-  // cp.async arrivals) and normed (the state warpgroups' arrivals: its q/k norms are done).
-  constexpr int NS = kStateWarps * 32;
+  // Per stage: full (the preparation's arrivals), empty (the state warpgroups'), normed (the
+  // producer's: the chunk's q, k and v have landed, and its norms are done).
   __shared__ StageBarriers bars;
-  __shared__ uint64_t landed[3], normed[3];
+  __shared__ uint64_t normed[3];
   bars.init(tid, NP, NS);
   if (tid == 0)
-    for (int s = 0; s < 3; ++s) {
-      cuda::ptx::mbarrier_init(&landed[s], NP + NS);
-      cuda::ptx::mbarrier_init(&normed[s], NS);
-    }
+    for (int s = 0; s < 3; ++s) cuda::ptx::mbarrier_init(&normed[s], NP);
   __syncthreads();
 
   if (warp < kStateWarps) {
@@ -79,67 +101,57 @@ __global__ void __launch_bounds__(warps_for(kFusedBlockV) * 32, 1)
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
     st.begin_turns(pingpong ? warp / 4 : -1);
-    // Chunk i's v rows into stage i % 3 (its q and k come from the preparation): the state
-    // warpgroups free the stage, so they refill it; each thread's copies arrive on landed.
-    auto load_v_of = [&](int i) {
-      load_v<BV, kFusedKernel, NS>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.h, w.vcol0, ptx::opaque(tid));
-      cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[i % 3]);
-    };
-    for (int i = 0; i < 3 && i < count; ++i) load_v_of(i);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
-    // Chunk i's q/k norms (and bf16 rows rewritten as f16) into its stage, for the preparation.
-    auto norm = [&](int i) {
-      wait_phase(&landed[i % 3], i / 3);
-      chunk_norms<In, BV, kFusedKernel>(PrepGroup<NS, 0>{ptx::opaque(tid)}, smem, i % 3, i % 3, a, w.rows_of(i));
-      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the preparation's wgmma read the tiles
-      cuda::ptx::mbarrier_arrive(&normed[i % 3]);
-    };
-    if (count > 0) norm(0);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
-      if (j + 1 < count) norm(j + 1);  // while the preparation works on chunk j
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
-      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
-      if (j + 3 < count) {  // once every state thread is done with the stage (o is staged in its v rows)
-        wait_phase(&bars.empty[stage], j / 3);
-        load_v_of(j + 3);
-      }
+      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
     }
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
-  } else {
+  } else if (warp < kStateWarps + kPrepWarps) {
     ptx::setmaxnreg_dec<kFusedPrepRegs>();
-    const PrepGroup<NP, kFusedPrepBarrier> prep{tid - kStateWarps * 32};
-    // Chunk i into stage i % 3 once the state warpgroups are done with chunk i - 3 there.
-    auto load = [&](int i) {
-      if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
-      load_qk<BV, kFusedKernel, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, prep.tid);
-      cuda::ptx::cp_async_mbarrier_arrive_noinc(&landed[i % 3]);  // once this thread's copies complete
-    };
+    const int ptid = tid - NS;
     dev::GateIn next_gate{};  // prep threads 0..63: the gate words of the chunk prepared next
-    if (count > 0) {
-      load(0);
-      next_gate = load_chunk_gate(a.gate, w.row0_of(0), w.rows_of(0), w.h, a.HV, next_gate, prep.tid);
-    }
-    __pipeline_commit();
+    if (count > 0) next_gate = load_chunk_gate(a.gate, w.row0_of(0), w.rows_of(0), w.h, a.HV, next_gate, ptid);
     for (int i = 0; i < count; ++i) {
       const dev::GateIn gate = next_gate;
-      if (i + 1 < count) {
-        load(i + 1);
-        next_gate = load_chunk_gate(a.gate, w.row0_of(i + 1), w.rows_of(i + 1), w.h, a.HV, next_gate, prep.tid);
-      }
-      __pipeline_commit();
-      __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
-      wait_phase(&normed[i % 3], i / 3);  // ... and the state warpgroups have its norms
-      prep.sync();
+      if (i + 1 < count) next_gate = load_chunk_gate(a.gate, w.row0_of(i + 1), w.rows_of(i + 1), w.h, a.HV, next_gate, ptid);
+      // Normed implies the stage and its buffer are free: the producer waited for the state
+      // warpgroups' empty before copying the chunk in.
+      wait_phase(&normed[i % 3], i / 3);
       // An opaque copy of the thread index per chunk: otherwise ptxas hoists the preparation's
-      // shared-memory addresses out of the chunk loop and spills them at 120 registers.
-      const PrepGroup<NP, kFusedPrepBarrier> fresh{ptx::opaque(prep.tid)};
+      // shared-memory addresses out of the chunk loop and spills them.
+      const PrepGroup<NP, kFusedPrepBarrier> fresh{ptx::opaque(ptid)};
       prepare_chunk<In, BV, kFusedKernel, false>(fresh, smem, i % 3, i % 3, gate, a, w.rows_of(i));
       // wgmma reads shared memory through the async proxy: this thread's stores first.
       cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-      cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
+      cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);
+    }
+  } else {
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    const int ptid = tid - NS - NP;
+    // Chunk i's q, k and v into stage i % 3: one cp.async group per chunk, empty past the end, so
+    // that "all but the latest group" is always the chunk to norm.
+    auto copy = [&](int i) {
+      if (i < count) {
+        if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
+        const int opaque_tid = ptx::opaque(ptid);
+        load_qk<BV, kFusedKernel, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.hk, opaque_tid);
+        load_v<BV, kFusedKernel, NP>(smem, i % 3, a, w.row0_of(i), w.rows_of(i), w.h, w.vcol0, opaque_tid);
+      }
+      __pipeline_commit();
+    };
+    copy(0);
+    copy(1);
+    for (int i = 0; i < count; ++i) {
+      __pipeline_wait_prior(1);                      // this thread's copies of chunk i have landed ...
+      ptx::named_bar_sync(kProducerBarrier, NP);     // ... and every producer thread's
+      producer_norms<In, BV>(ptx::opaque(ptid), smem, i % 3, i % 3, a, w.rows_of(i));
+      cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // the tiles are read by wgmma
+      cuda::ptx::mbarrier_arrive(&normed[i % 3]);
+      copy(i + 2);
     }
   }
 }

@@ -108,7 +108,7 @@ template <class In> void launch_fused(const prefill::Args& a, const Plan& p, cud
   const int v_blocks = kHeadDim / kFusedBlockV;
   const int64_t ctas = int64_t(v_blocks) * a.HV * a.N;
   if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm90: {} fused CTAs do not fit one grid", ctas));
-  kernel<<<dim3(unsigned(ctas)), unsigned(warps_for(kFusedBlockV) * 32), size_t(smem), stream>>>(a, v_blocks,
+  kernel<<<dim3(unsigned(ctas)), unsigned(kFusedThreads), size_t(smem), stream>>>(a, v_blocks,
                                                                                                  p.pingpong_at(kFusedBlockV));
   CUDA_CHECK(cudaGetLastError());
 }

@@ -34,7 +34,8 @@ int64_t Plan::ctas(const Batch& b) const {
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
   const bool two_pass = schedule == Schedule::two_pass;
-  const std::string roles = fmt::format(", {} {}", kPrepWarps, two_pass ? "load" : "prepare the next chunk");
+  const std::string roles = two_pass ? fmt::format(", {} load", kPrepWarps)
+                                     : fmt::format(", {} prepare the next chunk, {} copy and norm q/k", kPrepWarps, kPrepWarps);
   const char* inverse = "the inverse by 8 x 8 eliminations and f16 merges";
   const std::string how =
       two_pass ? fmt::format("two_pass: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem, {} per SM; "
@@ -45,8 +46,8 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
                              workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0,
                              bulk_slot_writes ? "bulk copies" : "every thread",
                              pdl ? " (each kernel after the first a programmatic dependent of the one before)" : "")
-               : fmt::format("fused: a preparation warpgroup one chunk ahead in the CTA, the state warpgroups doing the "
-                             "next chunk's q/k norms, no workspace; {}",
+               : fmt::format("fused: a preparation warpgroup one chunk ahead in the CTA, fed by a producer warpgroup "
+                             "(copies, q/k norms), no workspace; {}",
                              inverse);
   const std::string cp =
       two_pass && seg_chunks > 0
@@ -60,7 +61,7 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
   const std::string mma = !wgmma_at(block_v) ? "mma.sync, f16 operands"
                           : block_v == 64     ? "wgmma (the state warps one warpgroup), f16 operands"
                           : fmt::format("wgmma (the state warps two warpgroups, setmaxnreg {}{}), f16 operands",
-                                        two_pass ? "208 / 88" : "192 / 120, one wgmma group in flight",
+                                        two_pass ? "208 / 88" : "192 / 104 / 24, one wgmma group in flight",
                                         pingpong_at(block_v) ? ", issuing in turn (ping-pong)" : "");
   const std::string cp_mma =
       two_pass && seg_chunks > 0 ? fmt::format("; transition pass on {}", wgmma_at(cp_block_v) ? "wgmma" : "mma.sync") : "";
@@ -161,8 +162,8 @@ const std::vector<KnobDef>& knob_table() {
       {{"schedule",
         {"two_pass", "fused"},
         "two_pass: a preparation kernel writes every chunk's A_g and P_g to a workspace, then the state scan (with "
-        "context parallelism where the plan splits); fused: one kernel, a preparation warpgroup one chunk ahead of the "
-        "state warpgroups, block_v 128, no split. Default: fused where GVA is 1 or 2, one CTA per (sequence, value head) "
+        "context parallelism where the plan splits); fused: one kernel, a producer and a preparation warpgroup ahead "
+        "of the state warpgroups, block_v 128, no split. Default: fused where GVA is 1 or 2, one CTA per (sequence, value head) "
         "fills the GPU and two_pass would not split"},
        [](PlanSpec& s, std::string_view, int i) { s.schedule = i; }},
       {{"block_v",

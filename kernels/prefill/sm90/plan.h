@@ -62,7 +62,7 @@ struct Plan {
   // At block_v 128 the two state warpgroups issue their products in turn (state_warpgroup.cuh,
   // "ping-pong"), so one's epilogue runs under the other's products.
   static bool pingpong_at(int bv) { return bv == 128; }
-  int warps() const { return warps_for(block_v); }
+  int warps() const { return schedule == Schedule::fused ? kFusedThreads / 32 : warps_for(block_v); }
   int state_warps() const { return block_v / kColsPerWarp; }
   int v_blocks(int V) const { return V / block_v; }
   // Scan (or fused) CTAs: one per value block, value head and segment slot (segments.h).

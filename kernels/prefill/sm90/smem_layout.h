@@ -44,6 +44,8 @@ constexpr int kPrepCtasPerSm = 4;
 // Warps per CTA of the scan and the fused kernel: one per 16 value columns (the state warps), then
 // kPrepWarps.
 constexpr int warps_for(int block_v) { return block_v / kColsPerWarp + kPrepWarps; }
+// The fused kernel's threads: the state warpgroups, the preparation warpgroup and the producer.
+constexpr int kFusedThreads = (kFusedBlockV / kColsPerWarp + 2 * kPrepWarps) * 32;
 constexpr int v_row_elems(int block_v) { return block_v + 8; }
 
 // Byte offset of 16-bit element (row, col) of a [rows][64] tile in the 128-byte swizzle: the
