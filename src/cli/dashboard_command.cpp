@@ -49,13 +49,14 @@ void add_dashboard(CLI::App& app, Action& action) {
       for (const auto& r : reports) inputs.push_back({"REPORT", r});
       check_output_paths(inputs, {{"-o", out}});
       check_distinct(reports);
-      const std::string chart = read_chart_js(chart_js);
+      // The reports first: a bad one is named (exit 3) whether or not Chart.js is installed.
       std::vector<DashboardReport> loaded;
       std::size_t records = 0;
       for (const auto& path : reports) {
         loaded.push_back({path, load_report(path)});
         records += loaded.back().report.cases.size();
       }
+      const std::string chart = read_chart_js(chart_js);
       write_file_atomic(out, dashboard_html(dashboard_data(loaded), chart, title));
       fmt::print("wrote {} ({} reports, {} records)\n", out, loaded.size(), records);
       return 0;

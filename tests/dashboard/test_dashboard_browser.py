@@ -85,6 +85,8 @@ def fixture_case(browser, gdnbench, out):
     check(browser.evaluate("document.body.dataset.ready") == "1", "the page's script ran to its end")
     errors = browser.console_errors()
     check(not errors, "no script error in the console ({})".format(errors[:1]))
+    fetched = browser.evaluate("performance.getEntriesByType('resource').map((e) => e.name)")
+    check(fetched == [], "the page fetches nothing ({})".format(fetched))
 
     # The rows: every record of the newest run (new.json), per op.
     cases = load(new)["cases"]
