@@ -65,12 +65,14 @@
   function renderHeader() {
     const s = section('header', 'Runs');
     let html = '<table class="header"><thead><tr>' +
-      ['report', 'source', 'version', 'commit', 'config', 'config hash', 'device', 'driver', 'CUDA', 'CUPTI', 'started', 'records', 'shown as']
+      ['report', 'source', 'version', 'commit', 'config', 'config hash', 'device', 'driver / CUDA / CUPTI', 'started (UTC)', 'records', 'shown in']
         .map((h) => '<th class="text">' + h + '</th>').join('') + '</tr></thead><tbody>';
     for (const r of data.reports) {
       const d = r.devices.length ? r.devices[0] : { driver: '-', cuda: '-', cupti: '-' };
-      html += '<tr>' + [r.file, r.source, r.version, r.git_sha || '-', r.config_path, r.config_hash, r.device, d.driver, d.cuda,
-        d.cupti || '(none)', r.started_at + (r.complete ? '' : ' (incomplete)'), r.records, r.current ? 'tables' : 'history']
+      const started = r.started_at.replace('T', ' ').replace(/:\d\dZ$/, '');
+      html += '<tr>' + [r.file, r.source, r.version, r.git_sha || '-', r.config_path, r.config_hash, r.device,
+        d.driver + ' / ' + d.cuda + ' / ' + (d.cupti || 'none'), started + (r.complete ? '' : ' (incomplete)'), r.records,
+        r.current ? 'tables' : 'history']
         .map((v) => '<td>' + esc(v) + '</td>').join('') + '</tr>';
     }
     s.insertAdjacentHTML('beforeend', html + '</tbody></table>');
@@ -99,7 +101,7 @@
     select('heads', 'heads', [...heads].sort((a, b) => cmpNullLast(headsKey(a), headsKey(b), 1)));
     select('seqs', 'sequences', [...seqs].sort((a, b) => a.length - b.length || (a < b ? -1 : 1)));
     add(bar, 'label', '', 'show<select id="filter-status">' +
-      [['', 'every row'], ['peer_faster', 'a peer faster'], ['verify_failed', 'failed verification'], ['skipped', 'skipped'],
+      [['', 'every row'], ['fastest', 'our fastest variant per point'], ['peer_faster', 'a peer faster'], ['verify_failed', 'failed verification'], ['skipped', 'skipped'],
         ['error', 'error'], ['ok', 'verified and timed']].map(([v, t]) => '<option value="' + v + '">' + t + '</option>').join('') +
       '</select>');
     add(bar, 'label', '', 'shape contains<input id="filter-shape" type="search" size="18">');
@@ -121,6 +123,7 @@
       if (c < 0 || !r.peers[c]) return false;
     }
     if (filters.status === 'peer_faster') return isNum(r.ratio) && r.ratio > 1;
+    if (filters.status === 'fastest') return r.fastest;
     if (filters.status) return r.status === filters.status;
     return true;
   }
@@ -146,14 +149,14 @@
     }
     let chart = null;
     if (op.columns.length) {
-      add(s, 'h3', '', 'ours / best peer per point (above 1: a peer is faster)');
+      add(s, 'h3', '', 'ours / best peer per point, our fastest variant at each (or the chosen variant); above 1: a peer is faster');
       chart = new Chart(chartBox(s, 'small'), {
         type: 'bar',
         data: { labels: [], datasets: [{ label: 'ours / best peer', data: [], backgroundColor: [] }] },
         options: {
           plugins: { legend: { display: false }, tooltip: { callbacks: { label: (c) => ratioText(c.raw) } } },
           scales: { x: { ticks: { display: false }, title: { display: true, text: 'points, worst first (hover for the shape)' } },
-            y: { title: { display: true, text: 'ours / best peer' } } }
+            y: { type: 'logarithmic', title: { display: true, text: 'ours / best peer (log scale)' } } }
         }
       });
     }
@@ -200,10 +203,9 @@
     const trs = Array.from(tbody.children);
     const items = op.rows.map((r, i) => ({ r: r, tr: trs[i] }));
     let sortCol = -1, sortDir = 1;
-    table.querySelectorAll('th.sortable').forEach((th) => th.addEventListener('click', () => {
-      const c = Number(th.dataset.col);
-      sortDir = c === sortCol ? -sortDir : (cols[c].id === 'ratio' ? -1 : 1);
+    function sortBy(th, c, dir) {
       sortCol = c;
+      sortDir = dir;
       table.querySelectorAll('th').forEach((h) => h.classList.remove('sorted-asc', 'sorted-desc'));
       th.classList.add(sortDir > 0 ? 'sorted-asc' : 'sorted-desc');
       const key = cols[c].key;
@@ -211,7 +213,15 @@
       const frag = document.createDocumentFragment();
       items.forEach((it) => frag.appendChild(it.tr));
       tbody.appendChild(frag);
+    }
+    const heads = Array.from(table.querySelectorAll('th.sortable'));
+    heads.forEach((th) => th.addEventListener('click', () => {
+      const c = Number(th.dataset.col);
+      sortBy(th, c, c === sortCol ? -sortDir : cols[c].id === 'ratio' ? -1 : 1);
     }));
+    // Worst ratio first; rows without one keep their report order below.
+    const ratioCol = cols.findIndex((c) => c.id === 'ratio');
+    sortBy(heads[ratioCol], ratioCol, -1);
     function apply() {
       let shown = 0;
       const bars = [];
@@ -220,7 +230,7 @@
         it.tr.classList.toggle('hidden-row', !pass);
         if (!pass) continue;
         ++shown;
-        if (isNum(it.r.ratio)) bars.push(it.r);
+        if (isNum(it.r.ratio) && (filters.variant || it.r.fastest)) bars.push(it.r);
       }
       count.textContent = shown + ' of ' + items.length + ' rows';
       count.dataset.shown = shown;
@@ -241,7 +251,8 @@
     add(s, 'p', 'note', 'Each timed, verified record at its arithmetic intensity (FLOP per byte of minimal traffic) against ' +
       'the calibrated peaks of its device (gdnbench calibrate): the dense bf16 MMA rate, and the copy bandwidth times the ' +
       'intensity. ' + esc(data.flop_convention));
-    for (const dev of data.roofline) {
+    const devices = data.roofline.slice().sort((a, b) => b.points.length - a.points.length);
+    for (const dev of devices) {
       const bw = dev.peaks.copy_bandwidth || dev.peaks.host_bandwidth || null;
       const mma = dev.peaks.bf16_mma || null;
       const peaksText = [bw ? (bw / 1e12).toFixed(2) + ' TB/s ' + (dev.peaks.copy_bandwidth ? 'copy bandwidth' : 'host bandwidth') : 'no bandwidth peak',
