@@ -65,12 +65,12 @@
   function renderHeader() {
     const s = section('header', 'Runs');
     let html = '<table class="header"><thead><tr>' +
-      ['report', 'source', 'version', 'commit', 'config', 'config hash', 'device', 'driver / CUDA / CUPTI', 'started (UTC)', 'records', 'shown in']
+      ['report', 'source', 'commit', 'config', 'config hash', 'device', 'driver / CUDA / CUPTI', 'started (UTC)', 'records', 'shown in']
         .map((h) => '<th class="text">' + h + '</th>').join('') + '</tr></thead><tbody>';
     for (const r of data.reports) {
       const d = r.devices.length ? r.devices[0] : { driver: '-', cuda: '-', cupti: '-' };
       const started = r.started_at.replace('T', ' ').replace(/:\d\dZ$/, '');
-      html += '<tr>' + [r.file, r.source, r.version, r.git_sha || '-', r.config_path, r.config_hash, r.device,
+      html += '<tr>' + [r.file, r.source + ' ' + r.version, r.git_sha || '-', r.config_path, r.config_hash, r.device,
         d.driver + ' / ' + d.cuda + ' / ' + (d.cupti || 'none'), started + (r.complete ? '' : ' (incomplete)'), r.records,
         r.current ? 'tables' : 'history']
         .map((v) => '<td>' + esc(v) + '</td>').join('') + '</tr>';
@@ -203,13 +203,13 @@
     const trs = Array.from(tbody.children);
     const items = op.rows.map((r, i) => ({ r: r, tr: trs[i] }));
     let sortCol = -1, sortDir = 1;
-    function sortBy(th, c, dir) {
+    function sortBy(th, c, dir, fastestFirst) {
       sortCol = c;
       sortDir = dir;
       table.querySelectorAll('th').forEach((h) => h.classList.remove('sorted-asc', 'sorted-desc'));
       th.classList.add(sortDir > 0 ? 'sorted-asc' : 'sorted-desc');
       const key = cols[c].key;
-      items.sort((a, b) => cmpNullLast(key(a.r), key(b.r), sortDir));
+      items.sort((a, b) => (fastestFirst ? b.r.fastest - a.r.fastest : 0) || cmpNullLast(key(a.r), key(b.r), sortDir));
       const frag = document.createDocumentFragment();
       items.forEach((it) => frag.appendChild(it.tr));
       tbody.appendChild(frag);
@@ -219,9 +219,10 @@
       const c = Number(th.dataset.col);
       sortBy(th, c, c === sortCol ? -sortDir : cols[c].id === 'ratio' ? -1 : 1);
     }));
-    // Worst ratio first; rows without one keep their report order below.
+    // Our fastest variant at each point first, worst ratio first; then our other variants the same
+    // way; rows without a ratio keep their report order below. A click sorts by the column alone.
     const ratioCol = cols.findIndex((c) => c.id === 'ratio');
-    sortBy(heads[ratioCol], ratioCol, -1);
+    sortBy(heads[ratioCol], ratioCol, -1, true);
     function apply() {
       let shown = 0;
       const bars = [];
