@@ -19,8 +19,10 @@ struct Result {
   std::string out;
 };
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(GDN_PRODUCT_BINARY) + " dashboard " + args + " 2>&1";
+// `gdnbench dashboard ARGS`, run in `cwd` when given (the shell expands globs there).
+Result run(const std::string& args, const std::string& cwd = "") {
+  const std::string cmd =
+      (cwd.empty() ? "" : "cd '" + cwd + "' && ") + std::string(GDN_PRODUCT_BINARY) + " dashboard " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   Result r{-1, ""};
   std::array<char, 4096> buf;
@@ -110,6 +112,28 @@ TEST_F(DashboardCli, ARepeatedReportOrAnOutputOverAnInputIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(path("d.html")));
   r = run("");
   EXPECT_EQ(r.code, 3) << r.out;  // at least one report
+}
+
+// The page with Chart.js left out (the text between the data's script element and page.js'):
+// what the committed page must share with one made now from the committed reports, whichever
+// Chart.js this machine has.
+std::string without_chart_js(const std::string& page) {
+  const std::string open = "</script>\n<script>\n", close = "\n</script>\n<script>\n";
+  const auto from = page.find(open);
+  const auto to = from == std::string::npos ? from : page.find(close, from + open.size());
+  return to == std::string::npos ? page : page.substr(0, from + open.size()) + page.substr(to);
+}
+
+TEST_F(DashboardCli, ResultsPageIsWhatTheCommittedReportsMake) {
+  const std::string root = GDN_SOURCE_DIR;
+  auto r = run("results/*/*.json -o " + path("results.html") + " --title 'gdnbench results'" + chart(), root);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(root + "/results/dashboard.html");
+  std::stringstream committed;
+  committed << in.rdbuf();
+  EXPECT_TRUE(without_chart_js(read("results.html")) == without_chart_js(committed.str()))
+      << "results/dashboard.html is out of date: run `build/gdnbench dashboard results/*/*.json -o results/dashboard.html "
+         "--title \"gdnbench results\"` from the repository root";
 }
 
 }  // namespace
