@@ -58,7 +58,8 @@ void add_dashboard(CLI::App& app, Action& action) {
       }
       const std::string chart = read_chart_js(chart_js);
       write_file_atomic(out, dashboard_html(dashboard_data(loaded), chart, title));
-      fmt::print("wrote {} ({} reports, {} records)\n", out, loaded.size(), records);
+      fmt::print("wrote {} ({} report{}, {} record{})\n", out, loaded.size(), loaded.size() == 1 ? "" : "s", records,
+                 records == 1 ? "" : "s");
       return 0;
     };
   });
