@@ -14,7 +14,7 @@
   Chart.defaults.maintainAspectRatio = false;
   Chart.defaults.font.size = 12;
 
-  // ---- small helpers ---------------------------------------------------------------------------
+  // ---- small tools -----------------------------------------------------------------------------
   const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
   const isNum = (x) => typeof x === 'number' && isFinite(x);
   const us = (s) => (isNum(s) ? (s * 1e6).toFixed(2) : '-');

@@ -53,11 +53,11 @@ class Browser:
         self.buffer = b""
         self.events = []
         target = self.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-        self.session = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-        self.call("Page.enable", session=True)
-        self.call("Runtime.enable", session=True)
+        self.page_id = self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        self.call("Page.enable", in_page=True)
+        self.call("Runtime.enable", in_page=True)
         self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=True)
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, in_page=True)
 
     def _read_message(self, deadline):
         while b"\0" not in self.buffer:
@@ -71,11 +71,11 @@ class Browser:
         text, self.buffer = self.buffer.split(b"\0", 1)
         return json.loads(text)
 
-    def call(self, method, params=None, session=False, timeout=60):
+    def call(self, method, params=None, in_page=False, timeout=60):
         self.next_id += 1
         msg = {"id": self.next_id, "method": method, "params": params or {}}
-        if session:
-            msg["sessionId"] = self.session
+        if in_page:
+            msg["sessionId"] = self.page_id
         os.write(self.to_child, json.dumps(msg).encode() + b"\0")
         deadline = time.monotonic() + timeout
         while True:
@@ -96,7 +96,7 @@ class Browser:
 
     def load(self, path, timeout=60):
         self.events.clear()
-        self.call("Page.navigate", {"url": "file://" + os.path.abspath(path)}, session=True)
+        self.call("Page.navigate", {"url": "file://" + os.path.abspath(path)}, in_page=True)
         self.wait_event("Page.loadEventFired", timeout)
 
     def console_errors(self):
@@ -106,7 +106,7 @@ class Browser:
 
     def evaluate(self, expression):
         r = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
-                      session=True)
+                      in_page=True)
         if "exceptionDetails" in r:
             raise RuntimeError("page script failed: {}".format(r["exceptionDetails"]))
         return r["result"].get("value")
@@ -114,10 +114,10 @@ class Browser:
     def screenshot(self, path, full_page=True):
         params = {"format": "png"}
         if full_page:  # the whole document, not only the window
-            size = self.call("Page.getLayoutMetrics", session=True)["cssContentSize"]
+            size = self.call("Page.getLayoutMetrics", in_page=True)["cssContentSize"]
             params.update(captureBeyondViewport=True,
                           clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1})
-        png = self.call("Page.captureScreenshot", params, session=True)
+        png = self.call("Page.captureScreenshot", params, in_page=True)
         with open(path, "wb") as f:
             f.write(base64.b64decode(png["data"]))
 
