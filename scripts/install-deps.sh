@@ -3,6 +3,10 @@
 # (nvcc, CUPTI headers) must already be on the machine: it is not a Debian package here.
 set -euo pipefail
 pkgs=(cmake make g++ libcli11-dev nlohmann-json3-dev libfmt-dev libeigen3-dev libyaml-cpp-dev libgtest-dev)
+# `gdnbench dashboard` inlines Chart.js from Debian's package into the pages it writes.
+pkgs+=(libjs-chart.js)
+# The dashboard's browser test (tests/dashboard) loads a page in headless Chromium; without it the test skips.
+[ -n "${GDN_BROWSER_DEPS:-}" ] && pkgs+=(chromium)
 # The fuzz step (scripts/fuzz.sh) also needs clang and its libFuzzer runtime.
 [ -n "${GDN_FUZZ_DEPS:-}" ] && pkgs+=(clang libclang-rt-dev)
 missing=()

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   gdn::cli::add_peers(app, action);
   gdn::cli::add_info(app, action);
   gdn::cli::add_calibrate(app, action);
+  gdn::cli::add_dashboard(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -25,5 +25,6 @@ void add_compare(CLI::App& app, Action& action);
 void add_peers(CLI::App& app, Action& action);
 void add_info(CLI::App& app, Action& action);
 void add_calibrate(CLI::App& app, Action& action);
+void add_dashboard(CLI::App& app, Action& action);
 
 }  // namespace gdn::cli

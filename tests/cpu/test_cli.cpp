@@ -43,7 +43,7 @@ std::string write(const std::string& name, const std::string& text) {
 }
 
 TEST(Cli, HelpOnEverySubcommandExitsZero) {
-  for (const char* sub : {"", "run", "verify", "list", "plan", "compare", "info", "calibrate"}) {
+  for (const char* sub : {"", "run", "verify", "list", "plan", "compare", "info", "calibrate", "dashboard"}) {
     auto r = run(std::string(sub) + " --help");
     EXPECT_EQ(r.code, 0) << sub << "\n" << r.out;
     EXPECT_NE(r.out.find("--help"), std::string::npos) << sub;
