@@ -1,0 +1,19 @@
+// `run --baseline VARIANT`: one variant against every other at each point, whoever wrote them
+// (built in, a plugin, a peer's report): the same op, shape and mode, verified, timed and on the
+// same device. A view of the records; the default tables are untouched.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report/record.h"
+
+namespace gdn {
+
+// One section per op the baseline has measured records of: its median, each other variant's,
+// the fastest other and baseline / best (> 1: another variant is faster), then the geometric
+// mean over the points. "" when the baseline has no measured record.
+std::string format_baseline_table(const std::string& baseline, const std::vector<CaseRecord>& records,
+                                  std::size_t width = 120);
+
+}  // namespace gdn
