@@ -289,6 +289,29 @@ TEST(PluginCli, ListAndPlanSeeThePluginVariants) {
   EXPECT_EQ(r.code, 3) << r.out;
 }
 
+// The CUDA example loads anywhere; without a device its variant is listed as unable to run, and
+// a run records each of its points as skipped with the reason (tests/gpu/test_plugin_cuda.cpp
+// runs it on a GPU).
+TEST(PluginCli, CudaPluginLoadsAndSaysWhereItCannotRun) {
+  const auto so = plugin("example_cuda");
+  auto r = run("list --plugin " + so);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto at = r.out.find("plugin:example_cuda/decode_simple");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const auto line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_NE(line.find(" cuda "), std::string::npos) << line;
+  EXPECT_NE(line.find("sm_75+"), std::string::npos) << line;
+  const auto json = tmp("cuda.json");
+  r = run("run --quiet --plugin " + so + " --config " + write("cuda.yaml", "cases:\n  - op: decode\n    variant: \"plugin:*\"\n") +
+          " --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["cases"].size(), 1u);
+  const auto& c = j["cases"][0];
+  if (c["status"] == "skipped") EXPECT_FALSE(c["reason"].get<std::string>().empty()) << c.dump();
+  else EXPECT_EQ(c["status"], "ok") << c.dump();  // a machine with a GPU runs it
+}
+
 TEST(PluginCli, WrongPluginFailsVerificationWithExitTwo) {
   const auto config = write("wrong.yaml", "defaults:\n  heads: [2, 4]\n  head_dim: 16\ncases:\n  - op: decode\n"
                                           "    variant: \"plugin:*\"\n    batch: 2\n");
