@@ -17,7 +17,8 @@ std::string check_external_name_part(const std::string& name);
 std::string external_variant_name(const std::string& kind, const std::string& library, const std::string& entry);
 
 // Registers `v` (its origin set by the caller); input_error (exit 3) naming `source` when a
-// variant of that name is already registered.
+// variant of that name is already registered. Call it before a config loads: the Registry keeps
+// its variants sorted, so an addition moves them, and a loaded config points at them.
 void register_external(Variant v, const std::string& source);
 
 }  // namespace gdn

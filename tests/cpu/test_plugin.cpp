@@ -220,9 +220,17 @@ TEST(PluginCli, ExamplePluginIsVerifiedTimedAndTabulatedBesideTheCpuVariants) {
     EXPECT_NE(r.out.find(v), std::string::npos) << v << " is not in the tables\n" << r.out;
   const auto j = nlohmann::json::parse(std::ifstream(json));
   std::map<std::string, int> ok;  // variant -> verified and timed records
+  int f16_skips = 0;
   for (const auto& c : j["cases"]) {
     const std::string v = c["variant"];
-    EXPECT_EQ(c["status"], "ok") << c.dump();
+    // The example's supports() refuses f16 inputs with its reason; our decode/cpu runs them.
+    if (c["shape"]["input_dtype"] == "f16" && v.rfind("plugin:", 0) == 0) {
+      EXPECT_EQ(c["status"], "skipped") << c.dump();
+      EXPECT_EQ(c["reason"], "bf16 inputs only (this point has f16)") << c.dump();
+      ++f16_skips;
+    } else {
+      EXPECT_EQ(c["status"], "ok") << c.dump();
+    }
     if (c["status"] == "ok" && c["verification"]["pass"] == true && c["timed"] == true) ++ok[v];
     if (v.rfind("plugin:", 0) != 0) {
       EXPECT_FALSE(c.contains("origin")) << v;
@@ -232,16 +240,17 @@ TEST(PluginCli, ExamplePluginIsVerifiedTimedAndTabulatedBesideTheCpuVariants) {
     EXPECT_EQ(c["origin"]["kind"], "plugin");
     EXPECT_EQ(c["origin"]["path"], fs::canonical(so).string());
     EXPECT_EQ(c["origin"]["sha256"], sha256sum(so));
-    EXPECT_EQ(c["timing"]["timer"], "host");
+    if (c["timed"] == true) EXPECT_EQ(c["timing"]["timer"], "host");
   }
   // Every point of each op ran for our CPU variant and the plugin's alike.
   for (const auto& [ours, theirs, points] : std::vector<std::tuple<std::string, std::string, int>>{
            {"prefill/cpu", "plugin:example_cpu/prefill_loop", 2 * 2 + 1},
            {"decode/cpu", "plugin:example_cpu/decode_loop", 2 * 2 * 2 * 2 + 4},
            {"mtp/cpu", "plugin:example_cpu/mtp_loop", 2 * 2 + 2}}) {
-    EXPECT_EQ(ok[ours], points) << ours;
+    EXPECT_EQ(ok[ours], points + (ours == "decode/cpu")) << ours;  // decode/cpu also runs the f16 point
     EXPECT_EQ(ok[theirs], points) << theirs;
   }
+  EXPECT_EQ(f16_skips, 1);
 }
 
 CaseRecord timed(const std::string& variant, int64_t batch, double median_s) {
