@@ -93,16 +93,6 @@ std::string config_path(const RunArgs& a, bool child) {
   return kDefaultConfig;
 }
 
-// --baseline names a variant this run can have: a registered one (plugins loaded) or a peer's.
-void check_baseline(const std::string& baseline, const std::vector<CaseRecord>& peer_cases) {
-  if (baseline.empty() || Registry::instance().find(baseline)) return;
-  for (const auto& c : peer_cases)
-    if (c.variant == baseline) return;
-  throw input_error(fmt::format("--baseline '{}' is no registered variant and no --peer report's (gdnbench list shows "
-                                "the variants; a plugin's is plugin:<library>/<name>)",
-                                baseline));
-}
-
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const bool child = a.only_point >= 0;  // an --isolate child: its parent speaks
   interrupt::install(child, !a.json.empty());
@@ -124,7 +114,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   std::vector<CaseRecord> peer_cases;
   for (const auto& p : a.peers)
     for (auto& c : load_report(p).cases) peer_cases.push_back(std::move(c));
-  check_baseline(a.baseline, peer_cases);
+  if (auto why = check_baseline(a.baseline, peer_cases); !why.empty()) throw input_error(why);
   std::optional<ReportLock> lock;
   if (!a.json.empty()) lock.emplace(a.json);
   RunOptions opt;

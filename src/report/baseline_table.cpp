@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/registry.h"
 #include "report/shape_column.h"
 #include "report/text_table.h"
 
@@ -26,6 +27,15 @@ struct Row {
 };
 
 }  // namespace
+
+std::string check_baseline(const std::string& baseline, const std::vector<CaseRecord>& peer_cases) {
+  if (baseline.empty() || Registry::instance().find(baseline)) return "";
+  for (const auto& c : peer_cases)
+    if (c.variant == baseline) return "";
+  return fmt::format("--baseline '{}' is no registered variant and no --peer report's (gdnbench list shows the "
+                     "variants; a plugin's is plugin:<library>/<name>)",
+                     baseline);
+}
 
 std::string format_baseline_table(const std::string& baseline, const std::vector<CaseRecord>& records, std::size_t width) {
   // point -> variant -> median of the first measured record (a later duplicate is ignored).

@@ -10,6 +10,10 @@
 
 namespace gdn {
 
+// "" when `baseline` is empty or names a variant this run can have (a registered one, plugins
+// loaded, or a --peer report's), else the message for its exit 3.
+std::string check_baseline(const std::string& baseline, const std::vector<CaseRecord>& peer_cases);
+
 // One section per op the baseline has measured records of: its median, each other variant's,
 // the fastest other and baseline / best (> 1: another variant is faster), then the geometric
 // mean over the points. "" when the baseline has no measured record.

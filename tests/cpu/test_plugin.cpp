@@ -298,6 +298,21 @@ TEST(PluginCli, ListAndPlanSeeThePluginVariants) {
   EXPECT_EQ(r.code, 3) << r.out;
 }
 
+// --isolate runs each case in a child: the child loads the plugin from the same command line.
+TEST(PluginCli, IsolatedCasesLoadThePluginInTheirChild) {
+  const auto json = tmp("isolate.json");
+  const auto r = run("run --quiet --isolate --plugin " + plugin("example_cpu") + " --config " +
+                     src("configs/plugin-cpu.yaml") + " --op mtp --variant 'plugin:*' --min-samples 3 --min-time 0 "
+                     "--host-timeout 1 --json " + json);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(j["cases"].size(), 6u);
+  for (const auto& c : j["cases"]) {
+    EXPECT_EQ(c["status"], "ok") << c.dump();
+    EXPECT_EQ(c["origin"]["kind"], "plugin") << c.dump();
+  }
+}
+
 // The CUDA example loads anywhere; without a device its variant is listed as unable to run, and
 // a run records each of its points as skipped with the reason (tests/gpu/test_plugin_cuda.cpp
 // runs it on a GPU).
