@@ -11,10 +11,12 @@
 
 #include "core/axes.h"
 #include "cli/commands.h"
+#include "cli/plugin_option.h"
 #include "config/config.h"
 #include "core/op.h"
 #include "core/registry.h"
 #include "core/terminal.h"
+#include "plugin/plugin_loader.h"
 #include "report/report.h"
 #include "run/backend.h"
 
@@ -119,6 +121,7 @@ int list_variants(bool show_test_only) {
       std::string tags;
       if (!v->knobs.empty()) tags += "  takes a plan";
       if (v->test_only) tags += "  [test only]";
+      if (v->origin.external()) tags += "  [" + v->origin.kind + " " + v->origin.path + "]";
       fmt::print("  {:<{}}  {:<4}  {:<12}  {}{}\n", v->name, name_width, to_string(v->backend), arch_range(*v), here, tags);
       print_folded(std::string(6, ' '), v->description, 6, width);
     }
@@ -154,17 +157,31 @@ int plan(const std::string& path, const std::string& json_out) {
 
 void add_list(CLI::App& app, Action& action) {
   static bool all = false;
+  static std::vector<std::string> plugins;
   auto* cmd = app.add_subcommand("list", "Ops and variants, the architectures each supports, and whether each can run here");
   cmd->add_flag("--all", all, "Include test-only variants");
-  cmd->callback([&action] { action = [] { return list_variants(all); }; });
+  add_plugin_option(cmd, plugins, "Also list this kernel library's variants (repeatable; docs/plugins.md)");
+  cmd->callback([&action] {
+    action = [] {
+      load_plugins(plugins);
+      return list_variants(all);
+    };
+  });
 }
 
 void add_plan(CLI::App& app, Action& action) {
   static std::string config, json;
+  static std::vector<std::string> plugins;
   auto* cmd = app.add_subcommand("plan", "Expand a sweep file into its points (no running); --json for peer harnesses");
   cmd->add_option("--config", config, "Sweep file (YAML or JSON)")->required();
   cmd->add_option("--json", json, "Write the points as JSON here");
-  cmd->callback([&action] { action = [] { return plan(config, json); }; });
+  add_plugin_option(cmd, plugins, "Match this kernel library's variants too (repeatable; docs/plugins.md)");
+  cmd->callback([&action] {
+    action = [] {
+      load_plugins(plugins);
+      return plan(config, json);
+    };
+  });
 }
 
 }  // namespace gdn::cli

@@ -9,10 +9,13 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/output_paths.h"
+#include "cli/plugin_option.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "core/terminal.h"
 #include "device/info.h"
+#include "plugin/plugin_loader.h"
+#include "report/baseline_table.h"
 #include "report/peer_table.h"
 #include "report/report.h"
 #include "report/report_lock.h"
@@ -28,6 +31,8 @@ constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports it
 struct RunArgs {
   std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer_markdown, mode = "cold";
   std::vector<std::string> peers;
+  std::vector<std::string> plugins;
+  std::string baseline;
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
   double host_max_noise_pct = StoppingRule::host().max_noise * 100, host_timeout = StoppingRule::host().timeout_s;
@@ -49,6 +54,9 @@ void add_common(CLI::App* cmd, RunArgs& a) {
       ->default_str("");
   cmd->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a.threads, "CPU worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  add_plugin_option(cmd, a.plugins,
+                    "A kernel library implementing include/gdnbench/kernel.h (repeatable): its variants run as "
+                    "plugin:<library>/<name> (docs/plugins.md)");
   cmd->add_flag("--quiet", a.quiet, "No progress line and no tables");
   cmd->add_flag("--isolate", a.isolate, "Run every case in a child process: a kernel fault is recorded and the sweep goes on");
   // Internal: the child side of --isolate (hidden from --help).
@@ -88,6 +96,7 @@ std::string config_path(const RunArgs& a, bool child) {
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const bool child = a.only_point >= 0;  // an --isolate child: its parent speaks
   interrupt::install(child, !a.json.empty());
+  load_plugins(a.plugins);  // before the config: its variant globs match plugin variants too
   const std::string path = config_path(a, child);
   if (a.json.empty() && !child)
     fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
@@ -105,6 +114,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   std::vector<CaseRecord> peer_cases;
   for (const auto& p : a.peers)
     for (auto& c : load_report(p).cases) peer_cases.push_back(std::move(c));
+  if (auto why = check_baseline(a.baseline, peer_cases); !why.empty()) throw input_error(why);
   std::optional<ReportLock> lock;
   if (!a.json.empty()) lock.emplace(a.json);
   RunOptions opt;
@@ -155,6 +165,12 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   if (!a.peers.empty()) {
     fmt::print("{}", format_peer_table(report.cases, peer_cases, width));
     if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(report.cases, peer_cases));
+  }
+  if (!a.baseline.empty()) {
+    std::vector<CaseRecord> all = report.cases;
+    all.insert(all.end(), peer_cases.begin(), peer_cases.end());
+    const std::string table = format_baseline_table(a.baseline, all, width);
+    fmt::print("{}", table.empty() ? fmt::format("\n(--baseline {}: no verified, timed record of it)\n", a.baseline) : table);
   }
   if (!a.csv.empty()) write_text(a.csv, format_csv(report.cases));
   if (!a.gbench.empty()) write_text(a.gbench, to_gbench(report).dump(2) + "\n");
@@ -207,6 +223,9 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
                   "peer and ours/best")
       ->allow_extra_args(false)  // one path per --peer, so the --isolate child drops exactly that
       ->default_str("");
+  cmd->add_option("--baseline", a.baseline,
+                  "Also show this variant against every other at each point (this run's and --peer reports'): "
+                  "its time / the fastest other's");
   cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer)")
       ->needs("--peer");
   check_run_flags(cmd);

@@ -9,6 +9,7 @@
 #include "core/op.h"
 #include "core/shape.h"
 #include "core/tensor.h"
+#include "core/variant_origin.h"
 
 namespace gdn {
 
@@ -53,6 +54,8 @@ struct Variant {
   // when a config loads, so a bad spec stops the load; a spec valid here that a shape cannot run
   // is a skip from `supports`.
   std::function<std::string(const std::string&)> check_plan;
+  // Built in (empty) or loaded at run time from a plugin (src/plugin/); recorded per case.
+  VariantOrigin origin;
 };
 
 class Registry {

@@ -214,35 +214,39 @@ Shape shape_from_json(const json& j) { return shape_from_json_object(j); }
 
 json to_json(const CaseRecord& r) {
   const bool has_timing = r.timed || !r.timing.samples_s.empty();
-  return {{"case", r.case_name},
-          {"op", r.op()},
-          {"variant", r.variant},
-          {"plan", r.plan},
-          {"shape", to_json(r.shape)},
-          {"shape_key", r.shape_key()},
-          {"mode", r.mode},
-          {"device", r.device},
-          {"seed", r.seed},
-          {"threshold_pct", r.threshold_pct ? num(*r.threshold_pct) : json(nullptr)},
-          {"status", to_string(r.status)},
-          {"reason", r.reason},
-          {"verification", to_json(r.verify)},
-          {"timed", r.timed},
-          {"timing", has_timing ? timing_to_json(r) : json(nullptr)},
-          {"work",
-           {{"bytes", num(r.work.bytes)},
-            {"flops", num(r.work.flops)},
-            {"flops_fi", num(r.work.flops_fi)},
-            {"bandwidth_bound", r.work.bandwidth_bound}}},
-          {"metrics",
-           {{"tflops", num(r.tflops)},
-            {"tflops_fi", num(r.tflops_fi)},
-            {"tbps", num(r.tbps)},
-            {"roofline_pct", num(r.roofline_pct)},
-            {"roofline_note", r.roofline_note}}},
-          {"peak", {{"kind", r.peak.kind}, {"value", num(r.peak.value)}, {"source", r.peak.source}}},
-          {"throttled", r.throttled},
-          {"wall_s", num(r.wall_s)}};
+  json j = {{"case", r.case_name},
+            {"op", r.op()},
+            {"variant", r.variant},
+            {"plan", r.plan},
+            {"shape", to_json(r.shape)},
+            {"shape_key", r.shape_key()},
+            {"mode", r.mode},
+            {"device", r.device},
+            {"seed", r.seed},
+            {"threshold_pct", r.threshold_pct ? num(*r.threshold_pct) : json(nullptr)},
+            {"status", to_string(r.status)},
+            {"reason", r.reason},
+            {"verification", to_json(r.verify)},
+            {"timed", r.timed},
+            {"timing", has_timing ? timing_to_json(r) : json(nullptr)},
+            {"work",
+             {{"bytes", num(r.work.bytes)},
+              {"flops", num(r.work.flops)},
+              {"flops_fi", num(r.work.flops_fi)},
+              {"bandwidth_bound", r.work.bandwidth_bound}}},
+            {"metrics",
+             {{"tflops", num(r.tflops)},
+              {"tflops_fi", num(r.tflops_fi)},
+              {"tbps", num(r.tbps)},
+              {"roofline_pct", num(r.roofline_pct)},
+              {"roofline_note", r.roofline_note}}},
+            {"peak", {{"kind", r.peak.kind}, {"value", num(r.peak.value)}, {"source", r.peak.source}}},
+            {"throttled", r.throttled},
+            {"wall_s", num(r.wall_s)}};
+  // A variant loaded at run time says where from; a built-in one writes nothing.
+  if (r.origin.external())
+    j["origin"] = {{"kind", r.origin.kind}, {"path", r.origin.path}, {"sha256", r.origin.sha256}};
+  return j;
 }
 
 CaseRecord record_from_json(const json& j) {
@@ -270,6 +274,8 @@ CaseRecord record_from_json(const json& j) {
   if (auto it = j.find("peak"); it != j.end() && it->is_object())
     read(*it, "kind", r.peak.kind), read(*it, "value", r.peak.value), read(*it, "source", r.peak.source);
   read(j, "throttled", r.throttled), read(j, "wall_s", r.wall_s);
+  if (auto it = j.find("origin"); it != j.end() && it->is_object())
+    read(*it, "kind", r.origin.kind), read(*it, "path", r.origin.path), read(*it, "sha256", r.origin.sha256);
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/op.h"
 #include "core/shape.h"
+#include "core/variant_origin.h"
 #include "stats/stats.h"
 #include "timing/measure.h"
 
@@ -61,6 +62,7 @@ struct CaseRecord {
   std::string device;   // device (or host CPU) name
   uint64_t seed = 0;
   std::optional<double> threshold_pct;  // compare override from the config
+  VariantOrigin origin;  // the variant's plugin file and its hash; empty for a built-in variant
 
   CaseStatus status = CaseStatus::ok;
   std::string reason;  // skip reason or error message

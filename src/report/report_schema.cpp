@@ -164,6 +164,8 @@ void check_record(const json& r, const std::string& at) {
     check_fields(*m, member(at, "metrics"),
                  {{"tflops", Kind::number}, {"tflops_fi", Kind::number}, {"tbps", Kind::number},
                   {"roofline_pct", Kind::number}, {"roofline_note", Kind::text}});
+  if (auto o = r.find("origin"); o != r.end() && !o->is_null())
+    check_fields(*o, member(at, "origin"), {{"kind", Kind::name}, {"path", Kind::text}, {"sha256", Kind::name}});
   if (auto p = r.find("peak"); p != r.end() && !p->is_null())
     check_fields(*p, member(at, "peak"), {{"kind", Kind::text}, {"value", Kind::number}, {"source", Kind::text}});
 }

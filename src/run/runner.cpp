@@ -105,6 +105,7 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
   const Variant& v = *item.variant;
   r.case_name = item.spec->name;
   r.variant = v.name;
+  r.origin = v.origin;
   r.shape = item.shape;
   r.mode = std::string(to_string(opt.mode));
   r.seed = opt.seed.value_or(item.spec->seed) + item.point;
@@ -205,6 +206,7 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
       r = run_isolated(opt.child_argv, i, [&](CaseRecord& err) {
         // What the parent knows when the child left no record.
         err.case_name = item.spec->name, err.variant = item.variant->name, err.shape = item.shape;
+        err.origin = item.variant->origin;
         err.mode = std::string(to_string(opt.mode));
         err.seed = opt.seed.value_or(item.spec->seed) + item.point;
       });
