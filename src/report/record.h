@@ -61,6 +61,7 @@ struct CaseRecord {
   std::string device;   // device (or host CPU) name
   uint64_t seed = 0;
   std::optional<double> threshold_pct;  // compare override from the config
+  std::string repro;  // the command that re-runs this point alone (config/repro.h); "" when unknown
 
   CaseStatus status = CaseStatus::ok;
   std::string reason;  // skip reason or error message
