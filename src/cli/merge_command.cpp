@@ -15,7 +15,7 @@ void add_merge(CLI::App& app, Action& action) {
   static std::string output;
   static bool allow_partial = false;
   auto* cmd = app.add_subcommand("merge", "Join the reports of a sweep's shards (run --shard I/N) into one report");
-  cmd->add_option("reports", inputs, "Shard reports, one per shard, in any order")->required();
+  cmd->add_option("reports", inputs, "Shard reports, one per shard, in any order")->required()->default_str("");
   cmd->add_option("-o,--output", output, "The merged report")->required();
   cmd->add_flag("--allow-partial", allow_partial,
                 "Merge even when a shard is missing or incomplete (the merged report then says \"complete\": false)");

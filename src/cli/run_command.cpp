@@ -30,7 +30,7 @@ constexpr int kExitInterrupted = 130;  // 128 + SIGINT, as a shell reports it
 struct RunArgs {
   std::string config, op, variant = "", json, csv, gbench, bigger, resume, peer_markdown, mode = "cold";
   std::vector<std::string> peers;
-  std::vector<std::string> axes;  // -a KEY=VALUES: an ad-hoc sweep (config/adhoc_axes.h)
+  std::vector<std::string> axes;  // -a KEY=VALUES: an ad-hoc sweep, or overrides of --config (config/adhoc_axes.h)
   std::string shard, devices;     // --shard I/N, --devices 0,1,...
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
@@ -54,8 +54,8 @@ void add_common(CLI::App* cmd, RunArgs& a) {
   cmd->add_option("--device", a.device, "CUDA device index")->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", a.threads, "CPU worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_option("-a,--axis", a.axes,
-                  "KEY=VALUE[,VALUE...]: sweep this axis of --op instead of a config (repeatable; plan values "
-                  "split on ';'), e.g. -a batch=1,8,64 -a heads=16/32")
+                  "KEY=VALUE[,VALUE...]: sweep this axis of --op without a config, or set it in every case of "
+                  "--config (repeatable; plan values split on ';'), e.g. -a batch=1,8,64 -a heads=16/32")
       ->allow_extra_args(false)
       ->default_str("");
   cmd->add_option("--shard", a.shard, "INDEX/COUNT: only the plan entries whose index % COUNT == INDEX (0-based)")
@@ -123,12 +123,13 @@ void print_repro_lines(const std::vector<CaseRecord>& cases) {
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const bool child = a.only_point >= 0;  // an --isolate child: its parent speaks
   interrupt::install(child, !a.json.empty());
-  if (!a.axes.empty() && !a.config.empty())
-    throw input_error("-a builds the sweep from the command line and --config reads it from a file: pass one of them");
-  const std::string path = a.axes.empty() ? config_path(a, child) : "";
+  // -a alone builds the sweep; with --config it overrides the file's cases.
+  const bool adhoc = !a.axes.empty() && a.config.empty();
+  const std::string path = adhoc ? "" : config_path(a, child);
   if (a.json.empty() && !child)
     fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
-  auto cfg = a.axes.empty() ? load_config(path) : adhoc_config(a.op, a.axes, a.variant);
+  auto cfg = adhoc ? adhoc_config(a.op, a.axes, a.variant) : a.axes.empty() ? load_config(path)
+                                                                             : config_with_axes(path, a.axes);
   // Before any work: no output destroys an input, every output can be written, every peer report
   // loads, and no other run writes the same report.
   std::vector<NamedPath> inputs{{"--config", path}, {"--resume", a.resume}};

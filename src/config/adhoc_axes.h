@@ -19,6 +19,12 @@ namespace gdn {
 // naming the flag on any problem.
 SweepConfig adhoc_config(const std::string& op, const std::vector<std::string>& axes, const std::string& variant);
 
+// `--config FILE -a KEY=VALUES...`: the file's sweep with each flag's axis set to its values in
+// every case whose op takes that axis (replacing the case's own or its default's). The name is
+// the path and the flags; the hash covers the file's bytes and the flags. Errors name the flag
+// for an override and FILE:LINE for the rest; a flag that no case takes is refused.
+SweepConfig config_with_axes(const std::string& path, const std::vector<std::string>& axes);
+
 // The list separator of an axis's values on the command line: ';' for plan, ',' otherwise.
 char adhoc_value_separator(const std::string& key);
 

@@ -3,7 +3,10 @@
 // and every point of every shipped config reads back from its own repro flags.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -102,6 +105,47 @@ TEST(AdhocAxes, BadFlagsAreExitThreeAndNameTheFlag) {
   EXPECT_NE(refusal("mtp", {"batch=2"}).find("--op mtp needs its draft tokens"), std::string::npos);
   EXPECT_NE(refusal("prefill", {"seqlens=1x64", "plan=schedule=nosuch"}, "prefill/sm90").find("-a plan=schedule=nosuch:"),
             std::string::npos);
+}
+
+TEST(AdhocAxes, WithAConfigTheFlagsOverrideEveryCaseOfTheirOps) {
+  const std::string dir = (std::filesystem::temp_directory_path() / ("adhoc_" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  const std::string base = file("base.yaml",
+                                "defaults:\n  heads: \"2/4\"\n  batch: 2\ncases:\n  - op: decode\n    batch: [1, 2]\n"
+                                "  - op: mtp\n    tokens: 3\n  - op: prefill\n    seqlens: 1x64\n");
+  const std::string edited = file("edited.yaml",
+                                  "defaults:\n  heads: \"2/4\"\n  batch: 2\ncases:\n  - op: decode\n    batch: [4, 8]\n"
+                                  "    state_dtype: bf16\n  - op: mtp\n    tokens: 3\n    batch: [4, 8]\n    state_dtype: bf16\n"
+                                  "  - op: prefill\n    seqlens: 1x64\n    state_dtype: bf16\n");
+  const SweepConfig over = config_with_axes(base, {"state_dtype=bf16", "batch=4,8"});
+  EXPECT_EQ(keys_of(over), keys_of(load_config(edited)));
+  EXPECT_EQ(over.path, base + " -a state_dtype=bf16 -a batch=4,8");
+  EXPECT_NE(over.hash, load_config(base).hash);
+  EXPECT_NE(over.hash, config_with_axes(base, {"batch=4"}).hash);
+  EXPECT_EQ(over.hash, config_with_axes(base, {"batch=4,8", "state_dtype=bf16"}).hash);
+
+  auto refused = [](const std::string& path, const std::vector<std::string>& axes) -> std::string {
+    try {
+      config_with_axes(path, axes);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), kExitBadInput);
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_NE(refused(base, {"batch=x"}).find("-a batch=x: cases[0].batch: expected an integer (got x)"),
+            std::string::npos);
+  const std::string only_prefill = file("prefill.yaml", "cases:\n  - op: prefill\n    seqlens: 1x64\n");
+  EXPECT_NE(refused(only_prefill, {"batch=2"}).find("-a batch=2: no case of " + only_prefill + " is of an op that takes batch"),
+            std::string::npos);
+  // The file's own errors keep their FILE:LINE.
+  const std::string bad = file("bad.yaml", "cases:\n  - op: decode\n    batch: -1\n");
+  EXPECT_NE(refused(bad, {"heads=2/4"}).find(bad + ":3: cases[0].batch: must be >= 1"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 // Every point of every shipped config, rebuilt from its own -a flags alone: the same shape.
