@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   gdn::cli::add_plan(app, action);
   gdn::cli::add_compare(app, action);
   gdn::cli::add_peers(app, action);
+  gdn::cli::add_merge(app, action);
   gdn::cli::add_info(app, action);
   gdn::cli::add_calibrate(app, action);
   gdn::cli::add_dashboard(app, action);

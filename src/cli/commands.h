@@ -23,6 +23,7 @@ void add_list(CLI::App& app, Action& action);
 void add_plan(CLI::App& app, Action& action);
 void add_compare(CLI::App& app, Action& action);
 void add_peers(CLI::App& app, Action& action);
+void add_merge(CLI::App& app, Action& action);
 void add_info(CLI::App& app, Action& action);
 void add_calibrate(CLI::App& app, Action& action);
 void add_dashboard(CLI::App& app, Action& action);

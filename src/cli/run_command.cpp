@@ -10,6 +10,7 @@
 #include "cli/option_checks.h"
 #include "cli/output_paths.h"
 #include "cli/plugin_option.h"
+#include "config/adhoc_axes.h"
 #include "config/config.h"
 #include "core/errors.h"
 #include "core/terminal.h"
@@ -19,6 +20,7 @@
 #include "report/peer_table.h"
 #include "report/report.h"
 #include "report/report_lock.h"
+#include "run/devices.h"
 #include "run/interrupt.h"
 #include "run/runner.h"
 
@@ -33,6 +35,8 @@ struct RunArgs {
   std::vector<std::string> peers;
   std::vector<std::string> plugins;
   std::string baseline;
+  std::vector<std::string> axes;  // -a KEY=VALUES: an ad-hoc sweep, or overrides of --config (config/adhoc_axes.h)
+  std::string shard, devices;     // --shard I/N, --devices 0,1,...
   int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
   double host_max_noise_pct = StoppingRule::host().max_noise * 100, host_timeout = StoppingRule::host().timeout_s;
@@ -57,6 +61,18 @@ void add_common(CLI::App* cmd, RunArgs& a) {
   add_plugin_option(cmd, a.plugins,
                     "A kernel library implementing include/gdnbench/kernel.h (repeatable): its variants run as "
                     "plugin:<library>/<name> (docs/plugins.md)");
+  cmd->add_option("-a,--axis", a.axes,
+                  "KEY=VALUE[,VALUE...]: sweep this axis of --op without a config, or set it in every case of "
+                  "--config (repeatable; plan values split on ';'), e.g. -a batch=1,8,64 -a heads=16/32")
+      ->allow_extra_args(false)
+      ->default_str("");
+  cmd->add_option("--shard", a.shard, "INDEX/COUNT: only the plan entries whose index % COUNT == INDEX (0-based)")
+      ->default_str("");
+  cmd->add_option("--devices", a.devices,
+                  "CUDA devices to run on at once, e.g. 0,1,2,3: one child process per case, dealt to whichever "
+                  "device frees first")
+      ->default_str("")
+      ->excludes(cmd->get_option("--device"));
   cmd->add_flag("--quiet", a.quiet, "No progress line and no tables");
   cmd->add_flag("--isolate", a.isolate, "Run every case in a child process: a kernel fault is recorded and the sweep goes on");
   // Internal: the child side of --isolate (hidden from --help).
@@ -66,7 +82,8 @@ void add_common(CLI::App* cmd, RunArgs& a) {
 // The parent's command line minus what only the parent does (outputs, resume, peer, isolate).
 std::vector<std::string> child_command(const std::vector<std::string>& argv) {
   static const std::vector<std::string> with_value{"--json",   "--csv",  "--gbench",        "--bigger-is-better",
-                                                   "--resume", "--peer", "--peer-markdown"};
+                                                   "--resume", "--peer", "--peer-markdown", "--shard",
+                                                   "--devices", "--device"};
   std::vector<std::string> out;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -93,14 +110,35 @@ std::string config_path(const RunArgs& a, bool child) {
   return kDefaultConfig;
 }
 
+// A device of --devices that this host does not have is refused before anything runs; a host
+// without GPUs runs the list anyway (its CUDA variants are skipped with the reason).
+void check_device_list(const std::vector<int>& wanted, const std::vector<DeviceInfo>& have) {
+  for (int d : wanted)
+    if (!have.empty() && std::size_t(d) >= have.size())
+      throw input_error(fmt::format("--devices: device {} does not exist; this host has {} CUDA device{} (0 to {})", d,
+                                    have.size(), have.size() == 1 ? "" : "s", have.size() - 1));
+}
+
+// Each failed case with the command that re-runs it alone.
+void print_repro_lines(const std::vector<CaseRecord>& cases) {
+  for (const auto& r : cases) {
+    if (r.repro.empty() || (r.status != CaseStatus::verify_failed && r.status != CaseStatus::error)) continue;
+    fmt::print(stderr, "gdnbench: {} {} {}; re-run it alone:\n  {}\n", r.variant, r.shape_key(),
+               r.status == CaseStatus::error ? "failed with an error" : "failed verification", r.repro);
+  }
+}
+
 int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const bool child = a.only_point >= 0;  // an --isolate child: its parent speaks
   interrupt::install(child, !a.json.empty());
   load_plugins(a.plugins);  // before the config: its variant globs match plugin variants too
-  const std::string path = config_path(a, child);
+  // -a alone builds the sweep; with --config it overrides the file's cases.
+  const bool adhoc = !a.axes.empty() && a.config.empty();
+  const std::string path = adhoc ? "" : config_path(a, child);
   if (a.json.empty() && !child)
     fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
-  auto cfg = load_config(path);
+  auto cfg = adhoc ? adhoc_config(a.op, a.axes, a.variant) : a.axes.empty() ? load_config(path)
+                                                                             : config_with_axes(path, a.axes);
   // Before any work: no output destroys an input, every output can be written, every peer report
   // loads, and no other run writes the same report.
   std::vector<NamedPath> inputs{{"--config", path}, {"--resume", a.resume}};
@@ -141,9 +179,14 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   opt.breakdown = a.breakdown;
   opt.progress = !a.quiet;
   opt.isolate = a.isolate;
-  if (a.isolate) {
+  opt.program = argv.empty() ? "" : argv.front();
+  if (!a.shard.empty()) opt.shard = parse_shard(a.shard);
+  if (!a.devices.empty()) opt.devices = parse_device_list(a.devices);
+  if (a.isolate || !opt.devices.empty()) {
     opt.child_argv = child_command(argv);
-    if (a.config.empty()) opt.child_argv.insert(opt.child_argv.end(), {"--config", path});
+    if (a.config.empty() && a.axes.empty()) opt.child_argv.insert(opt.child_argv.end(), {"--config", path});
+    // --devices gives each child its device; --isolate's children run on this one.
+    if (opt.devices.empty()) opt.child_argv.insert(opt.child_argv.end(), {"--device", std::to_string(a.device)});
   }
   if (a.only_point >= 0) opt.only_point = std::size_t(a.only_point);
 
@@ -157,6 +200,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   report.mode = time ? a.mode : "none";
   report.host = query_host();
   report.devices = query_devices();
+  check_device_list(opt.devices, report.devices);
 
   const int rc = run_sweep(cfg, opt, report);
 
@@ -172,6 +216,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     const std::string table = format_baseline_table(a.baseline, all, width);
     fmt::print("{}", table.empty() ? fmt::format("\n(--baseline {}: no verified, timed record of it)\n", a.baseline) : table);
   }
+  if (!child) print_repro_lines(report.cases);
   if (!a.csv.empty()) write_text(a.csv, format_csv(report.cases));
   if (!a.gbench.empty()) write_text(a.gbench, to_gbench(report).dump(2) + "\n");
   if (!a.bigger.empty()) write_text(a.bigger, to_bigger_is_better(report).dump(2) + "\n");

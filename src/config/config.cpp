@@ -41,13 +41,14 @@ std::string element(const std::string& path, std::size_t i) { return fmt::format
 std::string join_dims(const std::vector<int64_t>& dims) { return fmt::format("{}", fmt::join(dims, ", ")); }
 
 // Formats every error as "FILE:LINE: KEY.PATH: problem (got VALUE)".
+// A tree not read from a file (the command line's -a flags) names its places with `locate`.
 class Checker {
  public:
-  explicit Checker(std::string file) : file_(std::move(file)) {}
+  explicit Checker(std::string file, ConfigLocator locate = {}) : file_(std::move(file)), locate_(std::move(locate)) {}
 
   [[noreturn]] void fail(int line, const std::string& path, std::string_view problem, std::string_view got = {}) const {
-    std::string msg = fmt::format("{}:{}: ", file_, line);
-    if (!path.empty()) msg += path + ": ";
+    std::string msg = locate_ ? locate_(line, path) : fmt::format("{}:{}: ", file_, line);
+    if (!path.empty() && !locate_) msg += path + ": ";
     msg += problem;
     if (!got.empty()) msg += fmt::format(" (got {})", got);
     throw input_error(msg);
@@ -111,6 +112,7 @@ class Checker {
   }
 
   std::string file_;
+  ConfigLocator locate_;
 };
 
 // ---- axes ----------------------------------------------------------------------------------------
@@ -653,6 +655,14 @@ SweepConfig parse_config(const std::string& text, const std::string& name) {
   SweepConfig cfg = build_config(parse_config_tree(text, name), checker);
   cfg.path = name;
   cfg.hash = fnv1a_hex(text);
+  return cfg;
+}
+
+SweepConfig build_config_tree(const ConfigNode& root, const std::string& name, const std::string& hash,
+                              ConfigLocator locate) {
+  SweepConfig cfg = build_config(root, Checker(name, std::move(locate)));
+  cfg.path = name;
+  cfg.hash = hash;
   return cfg;
 }
 

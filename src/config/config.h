@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,15 @@ struct SweepConfig {
 SweepConfig load_config(const std::string& path);
 // Same, from text (name is used in messages).
 SweepConfig parse_config(const std::string& text, const std::string& name);
+
+struct ConfigNode;
+// Names a place of a tree that no file holds: the prefix of a message about `line` at key path
+// `path` ("-a batch=1,x: batch[1]: "), in place of "FILE:LINE: PATH: ".
+using ConfigLocator = std::function<std::string(int line, const std::string& path)>;
+// Validates and expands a tree built in memory (the command line's -a flags) by the same rules as
+// a file; `name` and `hash` identify the sweep in reports.
+SweepConfig build_config_tree(const ConfigNode& root, const std::string& name, const std::string& hash,
+                              ConfigLocator locate);
 
 // Keys accepted in a case (and in `defaults`), for messages and docs/config.md.
 const std::vector<std::string>& case_keys();

@@ -243,6 +243,7 @@ json to_json(const CaseRecord& r) {
             {"peak", {{"kind", r.peak.kind}, {"value", num(r.peak.value)}, {"source", r.peak.source}}},
             {"throttled", r.throttled},
             {"wall_s", num(r.wall_s)}};
+  j["repro"] = r.repro;
   // A variant loaded at run time says where from; a built-in one writes nothing.
   if (r.origin.external())
     j["origin"] = {{"kind", r.origin.kind}, {"path", r.origin.path}, {"sha256", r.origin.sha256}};
@@ -276,6 +277,7 @@ CaseRecord record_from_json(const json& j) {
   read(j, "throttled", r.throttled), read(j, "wall_s", r.wall_s);
   if (auto it = j.find("origin"); it != j.end() && it->is_object())
     read(*it, "kind", r.origin.kind), read(*it, "path", r.origin.path), read(*it, "sha256", r.origin.sha256);
+  read(j, "repro", r.repro);  // absent in reports written before it existed
   return r;
 }
 
@@ -286,19 +288,21 @@ json to_json(const RunReport& r) {
   for (const auto& d : r.devices) devices.push_back(to_json(d));
   json cases = json::array();
   for (const auto& c : r.cases) cases.push_back(to_json(c));
-  return {{"schema_version", kSchemaVersion},
-          {"tool", {{"name", kToolName}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
-          {"argv", r.argv},
-          {"command", r.command},
-          {"config", {{"path", r.config_path}, {"hash", r.config_hash}}},
-          {"mode", r.mode},
-          {"started_at", r.started_at},
-          {"finished_at", r.finished_at},
-          {"complete", r.complete},
-          {"host", to_json(r.host)},
-          {"devices", devices},
-          {"calibration", r.calibration},
-          {"cases", cases}};
+  json out = {{"schema_version", kSchemaVersion},
+             {"tool", {{"name", kToolName}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
+             {"argv", r.argv},
+             {"command", r.command},
+             {"config", {{"path", r.config_path}, {"hash", r.config_hash}}},
+             {"mode", r.mode},
+             {"started_at", r.started_at},
+             {"finished_at", r.finished_at},
+             {"complete", r.complete},
+             {"host", to_json(r.host)},
+             {"devices", devices},
+             {"calibration", r.calibration},
+             {"cases", cases}};
+  if (r.shard_count > 0) out["shard"] = {{"index", r.shard_index}, {"count", r.shard_count}};
+  return out;
 }
 
 RunReport report_from_json(const json& j) {
@@ -312,6 +316,8 @@ RunReport report_from_json(const json& j) {
     read(*it, "path", r.config_path), read(*it, "hash", r.config_hash);
   read(j, "mode", r.mode), read(j, "started_at", r.started_at), read(j, "finished_at", r.finished_at);
   read(j, "complete", r.complete);
+  if (auto it = j.find("shard"); it != j.end() && it->is_object())
+    read(*it, "index", r.shard_index), read(*it, "count", r.shard_count);
   if (auto it = j.find("host"); it != j.end() && it->is_object()) r.host = host_from_json(*it);
   if (auto it = j.find("devices"); it != j.end() && it->is_array())
     for (const auto& d : *it) r.devices.push_back(device_from_json(d));

@@ -63,6 +63,7 @@ struct CaseRecord {
   uint64_t seed = 0;
   std::optional<double> threshold_pct;  // compare override from the config
   VariantOrigin origin;  // the variant's plugin file and its hash; empty for a built-in variant
+  std::string repro;  // the command that re-runs this point alone (config/repro.h); "" when unknown
 
   CaseStatus status = CaseStatus::ok;
   std::string reason;  // skip reason or error message

@@ -26,6 +26,9 @@ struct RunReport {
   std::string started_at;   // ISO 8601 UTC
   std::string finished_at;  // empty while running
   bool complete = false;    // false: interrupted or still running
+  // --shard INDEX/COUNT: this report holds the plan entries whose index % COUNT == INDEX;
+  // COUNT 0: the whole sweep.
+  std::size_t shard_index = 0, shard_count = 0;
   HostInfo host;
   std::vector<DeviceInfo> devices;
   nlohmann::json calibration = nlohmann::json::object();  // peaks used for roofline %

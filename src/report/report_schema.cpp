@@ -128,7 +128,8 @@ void check_record(const json& r, const std::string& at) {
                {{"case", Kind::name}, {"op", Kind::name}, {"variant", Kind::name}, {"plan", Kind::name},
                 {"mode", Kind::name}, {"device", Kind::name}, {"status", Kind::name}, {"reason", Kind::text},
                 {"seed", Kind::count}, {"threshold_pct", Kind::number}, {"timed", Kind::boolean},
-                {"throttled", Kind::boolean}, {"wall_s", Kind::number}, {"shape_key", Kind::text}});
+                {"throttled", Kind::boolean}, {"wall_s", Kind::number}, {"shape_key", Kind::text},
+                {"repro", Kind::text}});
   check_shape(r["shape"], member(at, "shape"));
   if (auto v = r.find("verification"); v != r.end() && !v->is_null()) {
     const std::string here = member(at, "verification");
@@ -235,7 +236,14 @@ void check_report_schema(json& j) {
                {{"tool", Kind::object}, {"argv", Kind::array}, {"command", Kind::name}, {"config", Kind::object},
                 {"mode", Kind::name}, {"started_at", Kind::text}, {"finished_at", Kind::text},
                 {"complete", Kind::boolean}, {"host", Kind::object}, {"devices", Kind::array},
-                {"calibration", Kind::object}});
+                {"calibration", Kind::object}, {"shard", Kind::object}});
+  if (auto s = j.find("shard"); s != j.end() && s->is_object()) {
+    check_fields(*s, "shard", {{"index", Kind::count}, {"count", Kind::count}});
+    const auto index = s->find("index"), count = s->find("count");
+    if (index == s->end() || count == s->end() || !index->is_number_unsigned() || !count->is_number_unsigned() ||
+        count->get<uint64_t>() < 1 || index->get<uint64_t>() >= count->get<uint64_t>())
+      refuse("shard", fmt::format("needs a count >= 1 and an index below it (got {})", s->dump()));
+  }
   if (auto a = j.find("argv"); a != j.end() && a->is_array())
     for (std::size_t i = 0; i < a->size(); ++i) check_kind((*a)[i], Kind::text, element("argv", i));
   if (auto c = j.find("config"); c != j.end() && c->is_object())

@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 #include <set>
 
+#include "config/repro.h"
 #include "core/errors.h"
 #include "report/report_schema.h"
 #include "run/interrupt.h"
+#include "run/devices.h"
 #include "run/isolate.h"
 #include "core/op.h"
 #include "run/problem.h"
@@ -50,6 +52,10 @@ std::string resume_key(const std::string& variant, const std::string& shape_key,
   return variant + "|" + shape_key + "|" + mode;
 }
 
+std::string shard_label(const RunReport& r) {
+  return r.shard_count ? fmt::format("{}/{}", r.shard_index, r.shard_count) : std::string("none (the whole sweep)");
+}
+
 std::string now_iso8601() {
   std::time_t t = std::time(nullptr);
   char buf[32];
@@ -81,6 +87,19 @@ class Backends {
   std::string cuda_why_;
 };
 
+// Who a record is: known before it runs, and what the parent writes when a child leaves none.
+void identify(CaseRecord& r, const PlanItem& item, const RunOptions& opt) {
+  r.case_name = item.spec->name;
+  r.variant = item.variant->name;
+  r.origin = item.variant->origin;
+  r.shape = item.shape;
+  r.mode = std::string(to_string(opt.mode));
+  r.seed = opt.seed.value_or(item.spec->seed) + item.point;
+  r.threshold_pct = item.spec->threshold_pct;
+  r.repro = repro_line({opt.program, opt.time ? "run" : "verify", r.variant, r.shape, r.seed,
+                        opt.time ? r.mode : "", item.spec->verify_heads});
+}
+
 void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend, const RunOptions& opt) {
   auto timer = backend.make_timer(opt.mode);
   const LaunchContext ctx = backend.launch_context();
@@ -103,13 +122,7 @@ void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend
 bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, CaseRecord& r) {
   auto t0 = std::chrono::steady_clock::now();
   const Variant& v = *item.variant;
-  r.case_name = item.spec->name;
-  r.variant = v.name;
-  r.origin = v.origin;
-  r.shape = item.shape;
-  r.mode = std::string(to_string(opt.mode));
-  r.seed = opt.seed.value_or(item.spec->seed) + item.point;
-  r.threshold_pct = item.spec->threshold_pct;
+  identify(r, item, opt);
   r.work = op_def(item.shape.op).work(item.shape);
   auto finish = [&](CaseStatus st, std::string reason) {
     r.status = st;
@@ -167,16 +180,26 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
 int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) {
   auto plan = make_plan(cfg, opt);
   if (plan.empty()) throw input_error(fmt::format("{}: no (case, variant) pair matches the filters", cfg.path));
+  // The entries of the plan this process runs: one (an --isolate child), or its shard's.
+  std::vector<std::size_t> entries;
   if (opt.only_point) {
     if (*opt.only_point >= plan.size()) throw input_error(fmt::format("--only-point {} is past the plan ({} entries)", *opt.only_point, plan.size()));
-    plan = {plan[*opt.only_point]};
+    entries = {*opt.only_point};
+  } else {
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      if (opt.shard.holds(i)) entries.push_back(i);
   }
+  if (opt.shard.count > 1) report.shard_index = opt.shard.index, report.shard_count = opt.shard.count;
 
   std::set<std::string> done;
   if (!opt.resume_path.empty()) {
     auto old = load_report(opt.resume_path);
     // Only records of this config, command and mode are kept (a foreign report is refused).
     check_resumable(old, opt.resume_path, cfg.path, cfg.hash, std::string(to_string(opt.mode)));
+    if (old.shard_index != report.shard_index || old.shard_count != report.shard_count)
+      throw input_error(fmt::format("--resume '{}': it holds shard {}, this run shard {}; resume each shard from its "
+                                    "own report",
+                                    opt.resume_path, shard_label(old), shard_label(report)));
     // The kept records may come from another machine: its devices stay listed (README: every device seen).
     for (const auto& d : old.devices)
       if (std::none_of(report.devices.begin(), report.devices.end(), [&](const DeviceInfo& e) { return e.uuid == d.uuid; }))
@@ -192,31 +215,59 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     if (!opt.json_path.empty()) write_report(opt.json_path, report);
   };
 
+  std::erase_if(entries, [&](std::size_t i) {
+    return done.count(resume_key(plan[i].variant->name, plan[i].shape.key(), std::string(to_string(opt.mode)))) > 0;
+  });
   Backends backends(opt);
-  Progress progress(plan.size(), opt.progress);
+  Progress progress(entries.size(), opt.progress);
   bool usable = true, runtime_failure = false, verify_failure = false;
-  for (std::size_t i = 0; i < plan.size() && usable && !g_interrupted; ++i) {
-    const auto& item = plan[i];
-    if (done.count(resume_key(item.variant->name, item.shape.key(), std::string(to_string(opt.mode))))) continue;
-    progress.update(i, fmt::format("{} {}", item.variant->name, item.shape.key()));
-    interrupt::case_started((item.variant->backend == Backend::cpu ? opt.host_rule : opt.rule).timeout_s, opt.verify,
-                            opt.time);
-    CaseRecord r;
-    if (opt.isolate) {
-      r = run_isolated(opt.child_argv, i, [&](CaseRecord& err) {
-        // What the parent knows when the child left no record.
-        err.case_name = item.spec->name, err.variant = item.variant->name, err.shape = item.shape;
-        err.origin = item.variant->origin;
-        err.mode = std::string(to_string(opt.mode));
-        err.seed = opt.seed.value_or(item.spec->seed) + item.point;
-      });
-    } else {
-      usable = run_one(item, opt, backends, r);
-    }
+  auto keep = [&](CaseRecord&& r) {
     runtime_failure = runtime_failure || r.status == CaseStatus::error;
     verify_failure = verify_failure || r.status == CaseStatus::verify_failed;
     report.cases.push_back(std::move(r));
     save();
+  };
+  if (!opt.devices.empty()) {
+    std::vector<DeviceJob> jobs;
+    for (std::size_t i : entries) jobs.push_back({i, plan[i].variant->backend == Backend::cpu});
+    std::size_t finished = 0;
+    const std::size_t first = report.cases.size();
+    std::vector<std::size_t> order;  // each new record's plan entry, to put them in plan order at the end
+    interrupt::case_started(opt.rule.timeout_s, opt.verify, opt.time);
+    progress.update(0, fmt::format("{} entries on {} devices", jobs.size(), opt.devices.size()));
+    DeviceQueue q;
+    q.child_argv = opt.child_argv;
+    q.devices = opt.devices;
+    q.identify = [&](const DeviceJob& job, CaseRecord& r) { identify(r, plan[job.entry], opt); };
+    q.finished = [&](const DeviceJob& job, CaseRecord&& r) {
+      progress.update(++finished, fmt::format("{} {}", plan[job.entry].variant->name, plan[job.entry].shape.key()));
+      order.push_back(job.entry);
+      keep(std::move(r));
+    };
+    q.stop = [] { return g_interrupted.load(); };
+    run_on_devices(q, jobs);
+    interrupt::case_ended();
+    std::vector<std::size_t> by_entry(order.size());
+    for (std::size_t k = 0; k < by_entry.size(); ++k) by_entry[k] = k;
+    std::sort(by_entry.begin(), by_entry.end(), [&](std::size_t x, std::size_t y) { return order[x] < order[y]; });
+    std::vector<CaseRecord> sorted;
+    for (std::size_t k : by_entry) sorted.push_back(std::move(report.cases[first + k]));
+    std::move(sorted.begin(), sorted.end(), report.cases.begin() + std::ptrdiff_t(first));
+  }
+  for (std::size_t n = 0; opt.devices.empty() && n < entries.size() && usable && !g_interrupted; ++n) {
+    const std::size_t i = entries[n];
+    const auto& item = plan[i];
+    progress.update(n, fmt::format("{} {}", item.variant->name, item.shape.key()));
+    interrupt::case_started((item.variant->backend == Backend::cpu ? opt.host_rule : opt.rule).timeout_s, opt.verify,
+                            opt.time);
+    CaseRecord r;
+    if (opt.isolate) {
+      // The parent fills what it knows when the child left no record.
+      r = run_isolated(opt.child_argv, i, [&](CaseRecord& err) { identify(err, item, opt); });
+    } else {
+      usable = run_one(item, opt, backends, r);
+    }
+    keep(std::move(r));
     interrupt::case_ended();
   }
   progress.finish();

@@ -12,6 +12,7 @@
 #include "core/registry.h"
 #include "report/report.h"
 #include "run/backend.h"
+#include "run/shard.h"
 #include "timing/measure.h"
 
 namespace gdn {
@@ -37,6 +38,11 @@ struct RunOptions {
   bool isolate = false;
   std::vector<std::string> child_argv;
   std::optional<std::size_t> only_point;  // run only this index of the expanded plan
+  Shard shard;                            // --shard: only the plan entries of this shard
+  // --devices: every entry in a child process (child_argv, which holds no --device) on one of
+  // these CUDA devices at once (run/devices.h).
+  std::vector<int> devices;
+  std::string program;  // argv[0], the first word of each record's repro line
   // Verification budget: above this many reference state updates (tokens x heads x K x V), a
   // prefill case verifies a deterministic sample of heads.
   double verify_budget = 4.0e10;

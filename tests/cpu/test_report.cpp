@@ -65,6 +65,7 @@ CaseRecord timed_case(const Shape& s, const std::string& variant, double median)
   r.peak = s.op == OpKind::prefill ? Peak{"bf16_mma", 700e12, "calibrate cache"}
                                    : Peak{"copy_bandwidth", 4.25e12, "measured now"};
   r.wall_s = 2.5;
+  r.repro = "gdnbench run --op " + r.op() + " --variant " + variant + " --seed 7";
   compute_metrics(r);
   return r;
 }
@@ -93,6 +94,7 @@ RunReport full_report() {
   r.started_at = "2026-09-01T12:00:00Z";
   r.finished_at = "2026-09-01T12:03:10Z";
   r.complete = true;
+  r.shard_index = 1, r.shard_count = 3;
   r.host = {"gpu-node-7", "AMD EPYC 9654", 192, 1584ull << 30, 384ull << 20, "Linux 6.8.0", 600ull << 20};
   DeviceInfo d;
   d.index = 0, d.name = "NVIDIA H200", d.uuid = "GPU-1234", d.cc_major = 9, d.cc_minor = 0;
@@ -203,6 +205,7 @@ void expect_same_record(const CaseRecord& a, const CaseRecord& b) {
   EXPECT_EQ(a.peak.source, b.peak.source);
   EXPECT_EQ(a.throttled, b.throttled);
   EXPECT_SAME(a.wall_s, b.wall_s);
+  EXPECT_EQ(a.repro, b.repro);
 }
 
 void expect_same_report(const RunReport& a, const RunReport& b) {
@@ -216,6 +219,8 @@ void expect_same_report(const RunReport& a, const RunReport& b) {
   EXPECT_EQ(a.started_at, b.started_at);
   EXPECT_EQ(a.finished_at, b.finished_at);
   EXPECT_EQ(a.complete, b.complete);
+  EXPECT_EQ(a.shard_index, b.shard_index);
+  EXPECT_EQ(a.shard_count, b.shard_count);
   EXPECT_EQ(a.host.hostname, b.host.hostname);
   EXPECT_EQ(a.host.cpu_model, b.host.cpu_model);
   EXPECT_EQ(a.host.logical_cores, b.host.logical_cores);
