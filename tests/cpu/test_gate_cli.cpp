@@ -73,6 +73,36 @@ TEST(GateAA, TwoRunsOfTheCiSweepPass) {
   for (const auto& e : bigger) EXPECT_TRUE(has(e["name"].get<std::string>(), "/cold@host: ")) << e.dump();
 }
 
+std::vector<std::size_t> repetition_counts(const std::string& path) {
+  std::vector<std::size_t> out;
+  const json report = load(path);
+  for (const auto& c : report["cases"])
+    out.push_back(c["timing"].is_object() ? c["timing"].value("repetitions", json::array()).size() : 0);
+  return out;
+}
+
+TEST(GateRepetitions, IsolatedChildrenRepeatAndResumeCompletesTheCount) {
+  Scratch dir("gate_reps");
+  const std::vector<std::string> decode_cpu{"--op", "decode", "--variant", "decode/cpu"};
+  // Under --isolate each case's child runs its repetitions.
+  const auto iso = dir.path("iso.json");
+  auto with_isolate = decode_cpu;
+  with_isolate.push_back("--isolate");
+  auto r = gdnbench(run_args("tests/data/tiny.yaml", with_isolate, iso, 3), 120);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(repetition_counts(iso), std::vector<std::size_t>(4, 3));
+  // A report of one repetition resumed with two: every record is measured again, twice.
+  const auto res = dir.path("res.json");
+  r = gdnbench(run_args("tests/data/tiny.yaml", decode_cpu, res, 1), 120);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(repetition_counts(res), std::vector<std::size_t>(4, 0));  // one repetition writes no list
+  auto resume = decode_cpu;
+  resume.insert(resume.end(), {"--resume", res});
+  r = gdnbench(run_args("tests/data/tiny.yaml", resume, res, 2), 120);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(repetition_counts(res), std::vector<std::size_t>(4, 2));
+}
+
 // One quick run of the tiny sweep, then copies of its report with one thing wrong each.
 class GateRefusals : public ::testing::Test {
  protected:
