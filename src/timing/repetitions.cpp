@@ -1,5 +1,9 @@
 #include "timing/repetitions.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace gdn {
 namespace {
 
@@ -19,6 +23,14 @@ std::size_t repetition_count(const Measurement& m) { return m.repetitions.empty(
 std::vector<RepetitionStat> repetition_stats(const Measurement& m) {
   if (!m.repetitions.empty()) return m.repetitions;
   return {summary(m)};
+}
+
+double repetition_spread(const Measurement& m) {
+  double lo = std::numeric_limits<double>::infinity(), hi = 0;
+  int n = 0;
+  for (const auto& rep : m.repetitions)
+    if (std::isfinite(rep.median_s) && rep.median_s > 0) lo = std::min(lo, rep.median_s), hi = std::max(hi, rep.median_s), ++n;
+  return n >= 2 ? (hi - lo) / lo : std::numeric_limits<double>::quiet_NaN();
 }
 
 void add_repetition(Measurement& total, const Measurement& next) {

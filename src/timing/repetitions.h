@@ -14,6 +14,9 @@ std::size_t repetition_count(const Measurement& m);
 // gives its own median and noise).
 std::vector<RepetitionStat> repetition_stats(const Measurement& m);
 
+// How far apart the repetitions' medians lie: (slowest - fastest) / fastest; NaN below two.
+double repetition_spread(const Measurement& m);
+
 // Appends `next` to `total` as one more repetition: samples pooled and stats recomputed over all
 // of them, converged only when every repetition converged (stop_reason that of the first that did
 // not), wall time summed. The per-kernel breakdown and SM clock stay the first repetition's.

@@ -1,6 +1,7 @@
 // Repetitions in a record: how they join, and how they survive the JSON report (schema 2).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -44,6 +45,14 @@ TEST(Repetitions, JoinPoolsSamplesAndKeepsEachMedian) {
   EXPECT_DOUBLE_EQ(total.wall_s, 1.5);
 }
 
+TEST(Repetitions, SpreadIsSlowestOverFastest) {
+  Measurement m = measured({1, 1, 1});
+  EXPECT_TRUE(std::isnan(repetition_spread(m)));  // one repetition: no spread
+  add_repetition(m, measured({1.8, 1.8, 1.8}));
+  add_repetition(m, measured({1.2, 1.2, 1.2}));
+  EXPECT_NEAR(repetition_spread(m), 0.8, 1e-12);
+}
+
 CaseRecord timed_record() {
   CaseRecord r;
   r.case_name = "d";
@@ -85,6 +94,16 @@ TEST(Repetitions, SurviveTheReport) {
   RunReport once = r;
   once.cases[0].timing.repetitions.clear();
   EXPECT_FALSE(to_json(once)["cases"][0]["timing"].contains("repetitions"));
+}
+
+TEST(Repetitions, TablesShowCountAndSpread) {
+  const CaseRecord r = timed_record();  // medians 1 and 2 ms
+  const std::string t = format_tables({r}, false);
+  EXPECT_NE(t.find("reps"), std::string::npos) << t;
+  EXPECT_NE(t.find("2 (100%)"), std::string::npos) << t;
+  CaseRecord once = r;
+  once.timing.repetitions.clear();
+  EXPECT_EQ(format_tables({once}, false).find("reps"), std::string::npos);  // no column without repetitions
 }
 
 TEST(Repetitions, SchemaOneReportsReadAsOneRepetition) {
