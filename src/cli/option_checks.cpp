@@ -14,6 +14,7 @@ namespace {
 
 constexpr int64_t kMaxSamples = 1'000'000'000;  // the wall-clock cap ends a case long before
 constexpr int64_t kMaxWarmup = 10'000;        // launches before timing; also inside --timeout
+constexpr int64_t kMaxRepetitions = 1'000;    // passes over the sweep
 constexpr double kMaxCaseSeconds = 86'400;    // a day per case
 constexpr double kMaxPercent = 100;           // a noise target of more than the median itself means nothing
 constexpr double kMaxThresholdPct = 1e6;
@@ -65,6 +66,7 @@ void check_run_flags(CLI::App* cmd) {
   add(cmd, "--min-samples", integer_range(1, kMaxSamples));
   add(cmd, "--max-samples", integer_range(1, kMaxSamples));
   add(cmd, "--warmup", integer_range(0, kMaxWarmup));
+  add(cmd, "--repetitions", integer_range(1, kMaxRepetitions));
   add(cmd, "--max-noise", finite_range(0, kMaxPercent, true));
   add(cmd, "--host-max-noise", finite_range(0, kMaxPercent, true));
   add(cmd, "--min-time", finite_range(0, kMaxCaseSeconds));
@@ -79,6 +81,9 @@ void check_run_flags(CLI::App* cmd) {
   });
 }
 
-void check_compare_flags(CLI::App* cmd) { add(cmd, "--threshold", finite_range(0, kMaxThresholdPct, true)); }
+void check_compare_flags(CLI::App* cmd) {
+  add(cmd, "--threshold", finite_range(0, kMaxThresholdPct, true));
+  add(cmd, "--host-threshold", finite_range(0, kMaxThresholdPct, true));
+}
 
 }  // namespace gdn::cli

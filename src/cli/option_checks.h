@@ -15,7 +15,7 @@ int max_threads();
 // Range checks for whichever of the run/verify flags `cmd` declares (call after adding them),
 // and the checks between flags once the subcommand is parsed.
 void check_run_flags(CLI::App* cmd);
-// compare's --threshold.
+// compare's --threshold and --host-threshold.
 void check_compare_flags(CLI::App* cmd);
 
 // The check behind every real-valued flag: a finite number in [lo, hi] ((lo, hi] when lo_open).

@@ -37,7 +37,7 @@ struct RunArgs {
   std::string baseline;
   std::vector<std::string> axes;  // -a KEY=VALUES: an ad-hoc sweep, or overrides of --config (config/adhoc_axes.h)
   std::string shard, devices;     // --shard I/N, --devices 0,1,...
-  int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0;
+  int min_samples = 10, max_samples = 100000, warmup = 2, device = 0, threads = 0, repetitions = 1;
   double max_noise_pct = 0.5, min_time = 0.05, timeout = 15.0;
   double host_max_noise_pct = StoppingRule::host().max_noise * 100, host_timeout = StoppingRule::host().timeout_s;
   bool no_verify = false, breakdown = false, quiet = false, isolate = false;
@@ -169,6 +169,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   opt.host_rule = opt.rule;
   opt.host_rule.max_noise = a.host_max_noise_pct / 100.0;
   opt.host_rule.timeout_s = a.host_timeout;
+  opt.repetitions = a.repetitions;
   opt.verify = !a.no_verify;
   opt.time = time;
   if (a.seed >= 0) opt.seed = uint64_t(a.seed);
@@ -260,6 +261,9 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
       ->check(CLI::PositiveNumber);
   cmd->add_option("--host-timeout", a.host_timeout, "CPU variants: wall-clock limit per case, seconds")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--repetitions", a.repetitions,
+                  "Measure every case N times, one pass over the sweep each (compare's U-test needs 5 on both "
+                  "sides; docs/ci.md)");
   cmd->add_flag("--no-verify", a.no_verify, "Time without verifying first (not recommended)");
   cmd->add_flag("--breakdown", a.breakdown, "Show the per-kernel stage breakdown");
   cmd->add_option("--resume", a.resume, "Skip the cases this report already holds (and keep them)");

@@ -1,5 +1,6 @@
 // The baseline gate. A row is slower/faster only when the change beats both the threshold and
-// the measured noise of the two medians; everything uncertain is "noisy" and never fails CI.
+// the noise (change_test.h); everything uncertain is "noisy" and never fails CI. The gate refuses
+// (exit 5) what it could not compare (gate.h).
 #include "compare/compare.h"
 
 #include <fmt/format.h>
@@ -8,8 +9,11 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
+#include "compare/gate.h"
+#include "core/errors.h"
 #include "core/registry.h"
 #include "report/shape_column.h"
 #include "report/text_table.h"
@@ -20,12 +24,8 @@ namespace {
 using Key = std::tuple<std::string, std::string, std::string, std::string, std::string>;
 
 Key key_of(const CaseRecord& r) { return {r.op(), r.variant, r.shape_key(), r.mode, r.device}; }
-
-// Noise in percent; unknown (n < 5, or null after a JSON round trip) counts as infinite.
-double noise_pct(const CaseRecord& r) {
-  const double n = r.timing.stats.noise;
-  return std::isfinite(n) ? n * 100.0 : std::numeric_limits<double>::infinity();
-}
+// The same case on any device (--allow-device-change).
+Key key_across_devices(const CaseRecord& r) { return {r.op(), r.variant, r.shape_key(), r.mode, ""}; }
 
 bool failed_verification(const CaseRecord& r) {
   return r.status == CaseStatus::verify_failed || (r.verify.ran && !r.verify.pass);
@@ -44,6 +44,17 @@ std::string no_timing_reason(const CaseRecord& r) {
   return s;
 }
 
+bool host_timed(const CaseRecord* base, const CaseRecord* next) {
+  return (base && base->timer == "host") || (next && next->timer == "host");
+}
+
+// The row's threshold: the case's own (from NEW's config) or --threshold, and for a record timed
+// on the host at least --host-threshold.
+double threshold_for(const CaseRecord* base, const CaseRecord* next, const CompareOptions& opt) {
+  const double t = next && next->threshold_pct ? *next->threshold_pct : opt.threshold_pct;
+  return host_timed(base, next) && opt.host_threshold_pct ? std::max(t, *opt.host_threshold_pct) : t;
+}
+
 CompareRow classify(const CaseRecord* base, const CaseRecord* next, const CompareOptions& opt) {
   const CaseRecord& any = next ? *next : *base;
   CompareRow row;
@@ -51,8 +62,9 @@ CompareRow classify(const CaseRecord* base, const CaseRecord* next, const Compar
   row.variant = any.variant;
   row.shape_key = any.shape_key();
   row.mode = any.mode;
-  row.device = any.device;
-  row.threshold_pct = next && next->threshold_pct ? *next->threshold_pct : opt.threshold_pct;
+  row.device = base && next && base->device != next->device ? base->device + " -> " + next->device : any.device;
+  row.in_base = base != nullptr;
+  row.threshold_pct = threshold_for(base, next, opt);
   row.base_s = base && has_timing(*base) ? base->timing.stats.median : kNaN;
   row.new_s = next && next->timed ? next->timing.stats.median : kNaN;
 
@@ -71,14 +83,14 @@ CompareRow classify(const CaseRecord* base, const CaseRecord* next, const Compar
     row.note = "absent from new report";
     return row;
   }
+  if (!base) {
+    row.status = CompareStatus::added;
+    row.note = has_timing(*next) ? "absent from base report" : "absent from base report; new: " + no_timing_reason(*next);
+    return row;
+  }
   if (!has_timing(*next)) {
     row.status = CompareStatus::missing;
     row.note = "new: " + no_timing_reason(*next);
-    return row;
-  }
-  if (!base) {
-    row.status = CompareStatus::added;
-    row.note = "absent from base report";
     return row;
   }
   if (failed_verification(*base)) {
@@ -92,25 +104,19 @@ CompareRow classify(const CaseRecord* base, const CaseRecord* next, const Compar
     return row;
   }
 
-  row.change_pct = (row.new_s - row.base_s) / row.base_s * 100.0;
-  const double nb = noise_pct(*base), nn = noise_pct(*next);
-  // Two standard errors of the difference of two independent medians.
-  row.noise_pct = 2.0 * std::sqrt(nb * nb + nn * nn);
-  const bool clear = std::fabs(row.change_pct) > row.threshold_pct && std::fabs(row.change_pct) > row.noise_pct;
-  const bool noisy_side = nb > row.threshold_pct / 2 || nn > row.threshold_pct / 2 || !base->timing.converged ||
-                          !next->timing.converged;
-  if (clear) {
-    row.status = row.change_pct > 0 ? CompareStatus::slower : CompareStatus::faster;
-  } else if (noisy_side) {
+  const ChangeVerdict v = judge_change(*base, *next, {row.threshold_pct, opt.min_repetitions, opt.alpha});
+  row.status = v.status;
+  row.base_s = v.base_s;
+  row.new_s = v.new_s;
+  row.change_pct = v.change_pct;
+  row.noise_pct = v.noise_pct;
+  row.p_value = v.p_value;
+  row.note = v.note;
+  // A CPU time moves with the host's load, which neither side's noise shows: said, not gated.
+  if (host_timed(base, next) && !opt.host_threshold_pct &&
+      (row.status == CompareStatus::slower || row.status == CompareStatus::faster)) {
     row.status = CompareStatus::noisy;
-    std::vector<std::string> why;
-    if (nb > row.threshold_pct / 2) why.push_back(std::isinf(nb) ? "base noise unknown" : fmt::format("base noise {:.2f}%", nb));
-    if (nn > row.threshold_pct / 2) why.push_back(std::isinf(nn) ? "new noise unknown" : fmt::format("new noise {:.2f}%", nn));
-    if (!base->timing.converged) why.push_back("base stopped by " + base->timing.stop_reason);
-    if (!next->timing.converged) why.push_back("new stopped by " + next->timing.stop_reason);
-    row.note = fmt::format("{}", fmt::join(why, ", "));
-  } else {
-    row.status = CompareStatus::same;
+    row.note = "CPU time, not gated (--host-threshold gates it)" + (row.note.empty() ? "" : "; " + row.note);
   }
   return row;
 }
@@ -151,6 +157,14 @@ std::string summary(const CompareResult& r) {
   return fmt::format("{}: {}", r.exit_code() == 0 ? "PASS" : "FAIL", fmt::join(parts, ", "));
 }
 
+// The gate's findings, one per line: refusals (exit 5) first, then what a flag accepted.
+std::vector<std::string> gate_lines(const CompareResult& r) {
+  std::vector<std::string> out;
+  for (const auto& s : r.refused) out.push_back("refused: " + s);
+  for (const auto& s : r.allowed) out.push_back("allowed: " + s);
+  return out;
+}
+
 std::string pct(double v, bool sign) {
   if (std::isnan(v)) return "";
   if (std::isinf(v)) return "inf";
@@ -172,14 +186,13 @@ std::string markdown_cell(std::string s) {
   return out;
 }
 
-// Whether `variant` is selected by the include and exclude globs.
-bool selected(const std::string& variant, const CompareOptions& opt) {
+}  // namespace
+
+bool compare_selects(const std::string& variant, const CompareOptions& opt) {
   auto hit = [&](const std::string& glob) { return variant_glob_match(glob, variant); };
   const bool included = opt.variants.empty() || std::any_of(opt.variants.begin(), opt.variants.end(), hit);
   return included && std::none_of(opt.exclude.begin(), opt.exclude.end(), hit);
 }
-
-}  // namespace
 
 std::string_view to_string(CompareStatus s) {
   switch (s) {
@@ -194,38 +207,56 @@ std::string_view to_string(CompareStatus s) {
   return "?";
 }
 
-int CompareResult::exit_code() const { return regression || verify_failure ? 1 : 0; }
+int CompareResult::exit_code() const {
+  if (!refused.empty()) return kExitCannotCompare;
+  return regression || verify_failure ? kExitRegression : kExitOk;
+}
 
 CompareResult compare_reports(const RunReport& base, const RunReport& next, const CompareOptions& opt) {
   // First record wins when a report holds the same key twice.
   std::map<Key, const CaseRecord*> base_by_key;
   for (const auto& r : base.cases)
-    if (selected(r.variant, opt)) base_by_key.emplace(key_of(r), &r);
+    if (compare_selects(r.variant, opt)) base_by_key.emplace(key_of(r), &r);
+
+  // Pairs in NEW's order, then BASE's leftovers. With --allow-device-change, a case that found no
+  // partner on its own device takes the first leftover of the same case on another device.
+  std::vector<std::pair<const CaseRecord*, const CaseRecord*>> pairs;  // (base, new)
+  std::set<const CaseRecord*> used;
+  std::set<Key> seen;
+  for (const auto& r : next.cases) {
+    if (!compare_selects(r.variant, opt) || !seen.insert(key_of(r)).second) continue;
+    auto it = base_by_key.find(key_of(r));
+    const CaseRecord* b = it == base_by_key.end() ? nullptr : it->second;
+    if (b) used.insert(b);
+    pairs.push_back({b, &r});
+  }
+  if (opt.allow_device_change) {
+    std::map<Key, std::vector<const CaseRecord*>> leftovers;
+    for (const auto& [k, b] : base_by_key)
+      if (!used.count(b)) leftovers[key_across_devices(*b)].push_back(b);
+    for (auto& [b, r] : pairs) {
+      if (b) continue;
+      auto& list = leftovers[key_across_devices(*r)];
+      if (list.empty()) continue;
+      b = list.front();
+      list.erase(list.begin());
+      used.insert(b);
+    }
+  }
+  for (const auto& b : base.cases)
+    if (compare_selects(b.variant, opt) && !used.count(&b) && base_by_key[key_of(b)] == &b) pairs.push_back({&b, nullptr});
 
   CompareResult result;
-  std::map<Key, bool> seen;
-  for (const auto& r : next.cases) {
-    if (!selected(r.variant, opt)) continue;
-    const Key k = key_of(r);
-    if (seen.count(k)) continue;
-    seen[k] = true;
-    auto it = base_by_key.find(k);
-    const CaseRecord* b = it == base_by_key.end() ? nullptr : it->second;
+  for (const auto& [b, r] : pairs) {
     // Skipped on both sides (a variant this device cannot run): nothing to say.
-    if (b && b->status == CaseStatus::skipped && r.status == CaseStatus::skipped) continue;
-    result.rows.push_back(classify(b, &r, opt));
-  }
-  for (const auto& b : base.cases) {
-    if (!selected(b.variant, opt)) continue;
-    const Key k = key_of(b);
-    if (seen.count(k)) continue;
-    seen[k] = true;
-    result.rows.push_back(classify(&b, nullptr, opt));
+    if (b && r && b->status == CaseStatus::skipped && r->status == CaseStatus::skipped) continue;
+    result.rows.push_back(classify(b, r, opt));
   }
   for (const auto& row : result.rows) {
     result.regression = result.regression || row.status == CompareStatus::slower;
     result.verify_failure = result.verify_failure || row.status == CompareStatus::failed_verification;
   }
+  apply_gate(base, next, opt, result);
   return result;
 }
 
@@ -281,11 +312,15 @@ std::string format_compare_table(const CompareResult& r, std::size_t width) {
       for (std::size_t i = 0; i < devices.size(); ++i) out += fold(fmt::format("d{}: {}", i + 1, devices[i]), width);
     out += render_fitted(keys, "", width, builder(device_labels));
   }
-  return out + summary(r) + "\n";
+  out += summary(r) + "\n";
+  for (const auto& line : gate_lines(r)) out += fold(line, width);
+  return out;
 }
 
 std::string format_compare_markdown(const CompareResult& r) {
   std::string out = fmt::format("**gdnbench compare {}**\n\n", summary(r));
+  for (const auto& line : gate_lines(r)) out += "- " + markdown_cell(line) + "\n";
+  if (!r.refused.empty() || !r.allowed.empty()) out += "\n";
   if (r.rows.empty()) return out;
   out += "| status | variant | shape | mode | device | base | new | change | noise | threshold | note |\n";
   out += "|---|---|---|---|---|---:|---:|---:|---:|---:|---|\n";

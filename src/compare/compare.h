@@ -1,23 +1,26 @@
 // Baseline gate: matches cases of two reports and classifies each (README "compare").
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "compare/change_test.h"
 #include "report/report.h"
 
 namespace gdn {
 
-enum class CompareStatus { faster, slower, same, noisy, missing, added, failed_verification };
 std::string_view to_string(CompareStatus);  // "faster", ..., "new" for added, "failed-verification"
 
 struct CompareRow {
-  std::string op, variant, shape_key, mode, device;
+  std::string op, variant, shape_key, mode, device;  // device "BASE -> NEW" when matched across devices
   CompareStatus status = CompareStatus::same;
-  double base_s = 0, new_s = 0;  // medians
+  double base_s = 0, new_s = 0;  // the times compared (change_test.h)
   double change_pct = 0;         // (new - base) / base * 100
   double threshold_pct = 0;      // the threshold applied to this row
-  double noise_pct = 0;          // combined noise of the two medians, percent
+  double noise_pct = 0;          // combined noise of the two times, percent (NaN under the U test)
+  double p_value = kNaN;         // the U test's, where it decided
+  bool in_base = false;          // BASE holds the case
   std::string note;
 };
 
@@ -27,14 +30,30 @@ struct CompareOptions {
   // `run --variant` (a glob without '/' also matches the part after "<op>/"). A GPU baseline
   // compared across GPU hosts gates CPU rows on a different CPU each time: `exclude = {"cpu"}`.
   std::vector<std::string> variants, exclude;
+  // Records timed by the host timer (CPU variants) gate only when this is set, then on at least
+  // this threshold: a shared host's load moves them by up to 4x between runs, which no noise
+  // model sees (docs/ci.md "CPU timings"). Unset, such a row is never slower or faster, only noisy.
+  std::optional<double> host_threshold_pct;
+  int min_repetitions = kUTestMinRepetitions;  // the U test's minimum on both sides
+  double alpha = kUTestAlpha;
+  // What the gate otherwise refuses (exit 5): cases of BASE missing from NEW, a report that says
+  // "complete": false, a device model of BASE that NEW did not run on. With allow_device_change,
+  // cases left unmatched are matched across devices.
+  bool allow_missing = false, allow_incomplete = false, allow_device_change = false;
 };
 
 struct CompareResult {
   std::vector<CompareRow> rows;
   bool regression = false;       // any slower row
   bool verify_failure = false;   // any failed-verification row
-  int exit_code() const;         // 0 clean, 1 regression or verification failure
+  // Why the gate could not compare what it was asked to (compare/gate.h); `allowed` holds the
+  // same findings that a flag accepted, said but not failing.
+  std::vector<std::string> refused, allowed;
+  int exit_code() const;         // 0 clean, 5 refused (first), 1 regression or verification failure
 };
+
+// Whether `variant` is selected by the include and exclude globs.
+bool compare_selects(const std::string& variant, const CompareOptions& opt);
 
 CompareResult compare_reports(const RunReport& base, const RunReport& next, const CompareOptions& opt);
 // Rows worst first, fitted to `width` columns (a shared mode or device above the table, shape keys

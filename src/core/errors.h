@@ -12,6 +12,9 @@ enum ExitCode : int {
   kExitVerifyFailed = 2,  // a variant failed verification
   kExitBadInput = 3,      // bad config, bad flags, unreadable or malformed files
   kExitRuntime = 4,       // CUDA error, kernel fault, I/O failure while running
+  // compare could not compare what it was asked to: cases of BASE missing from NEW, an incomplete
+  // report, a device change, or nothing compared (docs/ci.md); takes precedence over 1.
+  kExitCannotCompare = 5,
 };
 
 class Error : public std::runtime_error {

@@ -6,6 +6,7 @@
 
 #include "report/report.h"
 #include "report/text_table.h"
+#include "timing/repetitions.h"
 
 namespace gdn {
 
@@ -34,8 +35,11 @@ bool exportable(const CaseRecord& r) {
   return r.status == CaseStatus::ok && r.timed && std::isfinite(r.timing.stats.median);
 }
 
+// "<variant>/<shape>/<mode>@<device>": the device keeps one series per GPU (or host CPU) model in
+// dashboards that key on the name (github-action-benchmark), so H100 and H200 never share a line.
 std::string bench_name(const CaseRecord& r, const std::string& fallback_mode) {
-  return r.variant + "/" + r.shape_key() + "/" + (r.mode.empty() ? fallback_mode : r.mode);
+  std::string name = r.variant + "/" + r.shape_key() + "/" + (r.mode.empty() ? fallback_mode : r.mode);
+  return r.device.empty() ? name : name + "@" + r.device;
 }
 
 }  // namespace
@@ -109,7 +113,7 @@ json to_gbench(const RunReport& r) {
     json b = {{"name", name},
               {"run_name", name},
               {"run_type", "iteration"},
-              {"repetitions", 1},
+              {"repetitions", repetition_count(c.timing)},
               {"repetition_index", 0},
               {"threads", 1},
               {"iterations", c.timing.stats.n},

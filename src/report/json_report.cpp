@@ -99,6 +99,12 @@ json timing_to_json(const CaseRecord& r) {
               {"timeout_s", num(m.timeout_s)}, {"wall_s", num(m.wall_s)},
               {"kernels", kernels},   {"sm_clock_mhz", num(m.sm_clock_mhz)}};
   if (std::isfinite(m.kernels_sum_median_s)) out["kernels_sum_median_s"] = num(m.kernels_sum_median_s);
+  if (!m.repetitions.empty()) {  // schema 2: run --repetitions N > 1
+    json reps = json::array();
+    for (const auto& rep : m.repetitions)
+      reps.push_back({{"median_s", num(rep.median_s)}, {"noise", num(rep.noise)}, {"n", rep.n}, {"converged", rep.converged}});
+    out["repetitions"] = reps;
+  }
   return out;
 }
 
@@ -118,6 +124,13 @@ void timing_from_json(const json& j, CaseRecord& r) {
     }
   read(j, "sm_clock_mhz", m.sm_clock_mhz);
   if (auto it = j.find("kernels_sum_median_s"); it != j.end() && it->is_number()) m.kernels_sum_median_s = it->get<double>();
+  if (auto it = j.find("repetitions"); it != j.end() && it->is_array())
+    for (const auto& rj : *it) {
+      RepetitionStat rep;
+      read(rj, "median_s", rep.median_s), read(rj, "noise", rep.noise), read(rj, "n", rep.n);
+      read(rj, "converged", rep.converged);
+      m.repetitions.push_back(rep);
+    }
 }
 
 json to_json(const HostInfo& h) {

@@ -13,7 +13,9 @@
 
 namespace gdn {
 
-constexpr int kSchemaVersion = 1;
+// 2 added timing.repetitions; a version-1 report reads as a run of one repetition.
+constexpr int kSchemaVersion = 2;
+constexpr int kOldestSchemaVersion = 1;
 
 struct RunReport {
   std::string tool_version;

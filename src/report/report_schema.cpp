@@ -156,6 +156,8 @@ void check_record(const json& r, const std::string& at) {
       for (std::size_t i = 0; i < s->size(); ++i) check_number((*s)[i], element(member(here, "samples_s"), i), true);
     }
     check_each(*t, "kernels", here, {{"name", Kind::text}, {"median_s", Kind::number}, {"share", Kind::number}});
+    check_each(*t, "repetitions", here,
+               {{"median_s", Kind::number}, {"noise", Kind::number}, {"n", Kind::count}, {"converged", Kind::boolean}});
   }
   if (auto w = r.find("work"); w != r.end() && !w->is_null())
     check_fields(*w, member(at, "work"),
@@ -225,8 +227,9 @@ void check_schema_version(const json& j) {
   if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(kSchemaVersion))
     refuse("schema_version", fmt::format("{} is newer than this gdnbench reads ({}); use a newer gdnbench", v->dump(),
                                          kSchemaVersion));
-  if (v->get<int64_t>() != kSchemaVersion)
-    refuse("schema_version", fmt::format("{} is not a version this gdnbench reads (it reads {})", v->dump(), kSchemaVersion));
+  if (v->get<int64_t>() < kOldestSchemaVersion || v->get<int64_t>() > kSchemaVersion)
+    refuse("schema_version", fmt::format("{} is not a version this gdnbench reads (it reads {} to {})", v->dump(),
+                                         kOldestSchemaVersion, kSchemaVersion));
 }
 
 void check_report_schema(json& j) {

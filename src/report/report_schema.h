@@ -1,5 +1,5 @@
 // What a report file must be before any of it is believed (docs/report-schema.md "Reading"):
-// bounded in size and depth, of the one schema version this gdnbench writes, every field of the
+// bounded in size and depth, of a schema version this gdnbench reads, every field of the
 // documented type, times finite and non-negative, names short and printable, each case key once.
 // `compare`, `peers` and `run --resume` read every report through load_report, which applies it.
 #pragma once
@@ -24,8 +24,8 @@ constexpr std::size_t kMaxTextBytes = std::size_t(64) << 10;     // any other st
 // (1e400), and input_error (exit 3) for the depth.
 nlohmann::json parse_report_json(std::istream& in);
 
-// schema_version is exactly the one integer this gdnbench writes; input_error otherwise (a newer
-// one says to use a newer gdnbench).
+// schema_version is an integer from kOldestSchemaVersion to the one this gdnbench writes;
+// input_error otherwise (a newer one says to use a newer gdnbench).
 void check_schema_version(const nlohmann::json& j);
 
 // Checks the parsed document against the schema; throws input_error "AT: what is wrong" with AT a

@@ -9,6 +9,7 @@
 #include "report/report.h"
 #include "report/shape_column.h"
 #include "report/text_table.h"
+#include "timing/repetitions.h"
 
 namespace gdn {
 namespace {
@@ -74,12 +75,20 @@ std::string roofline_cell(const CaseRecord& r) {
   return r.roofline_note.empty() ? fixed_or_blank(r.roofline_pct, "{:.1f}") : ">peak*";
 }
 
-void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool breakdown) {
+// --repetitions: how many, and how far apart their medians lie (the noise between runs).
+std::string repetitions_cell(const CaseRecord& r) {
+  const double spread = repetition_spread(r.timing);
+  return r.timed && std::isfinite(spread) ? fmt::format("{} ({:.0f}%)", r.timing.repetitions.size(), spread * 100) : "";
+}
+
+void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool breakdown, bool repetitions) {
   const bool timed = r.timed;
   std::vector<std::string> cells{short_variant(r), shapes.cell(r.shape_key()), timed ? format_seconds(r.timing.stats.median) : "",
-                                 noise_cell(r), fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"),
-                                 roofline_cell(r), verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"),
-                                 status_cell(r)};
+                                 noise_cell(r)};
+  if (repetitions) cells.push_back(repetitions_cell(r));
+  for (auto cell : {fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"), roofline_cell(r),
+                    verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)})
+    cells.push_back(std::move(cell));
   if (breakdown) cells.push_back(r.plan.substr(0, r.plan.find(" (")));  // the budget stays in the JSON
   t.row(std::move(cells));
   if (!r.roofline_note.empty()) t.line("    * roof%: " + r.roofline_note);
@@ -98,6 +107,9 @@ TextTable case_table(const std::vector<const CaseRecord*>& shown, const ShapeCol
   t.column("shape");
   t.column("median", Align::right);
   t.column("noise", Align::right);
+  const bool repetitions =
+      std::any_of(shown.begin(), shown.end(), [](const CaseRecord* r) { return r->timing.repetitions.size() > 1; });
+  if (repetitions) t.column("reps", Align::right);
   t.column("TFLOPS", Align::right);
   t.column("TB/s", Align::right);
   t.column("roof%", Align::right);
@@ -105,7 +117,7 @@ TextTable case_table(const std::vector<const CaseRecord*>& shown, const ShapeCol
   t.column("rel-L2", Align::right);
   t.column("status");
   if (breakdown) t.column("plan");
-  for (const auto* r : shown) add_case(t, *r, shapes, breakdown);
+  for (const auto* r : shown) add_case(t, *r, shapes, breakdown, repetitions);
   return t;
 }
 

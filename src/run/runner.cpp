@@ -16,6 +16,7 @@
 #include "run/problem.h"
 #include "run/progress.h"
 #include "run/verify.h"
+#include "timing/repetitions.h"
 
 namespace gdn {
 
@@ -109,11 +110,14 @@ void time_case(CaseRecord& r, const Variant& v, Problem& p, ExecBackend& backend
   backend.throttled_since_last_check();  // reset the flag for this case
   const StoppingRule& rule = backend.kind() == Backend::cpu ? opt.host_rule : opt.rule;
   interrupt::timing_started(rule.timeout_s);
-  r.timing = measure(*timer, hooks, rule);
+  Measurement m = measure(*timer, hooks, rule);
+  // A later repetition joins the record's earlier ones.
+  if (r.timed) add_repetition(r.timing, m);
+  else r.timing = std::move(m);
   r.timer = timer->name();
+  if (!r.timed) r.peak = backend.peak_for(r.work);  // measured once per case (the host's costs a pass of its own)
+  r.throttled = (r.timed && r.throttled) || backend.throttled_since_last_check();
   r.timed = true;
-  r.peak = backend.peak_for(r.work);
-  r.throttled = backend.throttled_since_last_check();
   compute_metrics(r);
 }
 
@@ -175,6 +179,29 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
   }
 }
 
+// One more repetition of a record the first pass timed: fresh seeded inputs, timing only (the
+// first pass verified these very inputs). A failure turns the record into an error. Returns false
+// when the backend is no longer usable.
+bool repeat_one(const PlanItem& item, const RunOptions& opt, Backends& backends, CaseRecord& r, int repetition) {
+  auto t0 = std::chrono::steady_clock::now();
+  std::string why;
+  ExecBackend* backend = backends.get(item.variant->backend, why);
+  if (!backend) {
+    r.status = CaseStatus::error, r.reason = fmt::format("repetition {}: {}", repetition + 1, why);
+    return true;
+  }
+  try {
+    Problem p(item.shape, *backend, r.seed, opt.threads);
+    p.reset_device();
+    time_case(r, *item.variant, p, *backend, opt);
+  } catch (const std::exception& e) {
+    r.status = CaseStatus::error, r.reason = fmt::format("repetition {}: {}", repetition + 1, e.what());
+    return backend->kind() != Backend::cuda;
+  }
+  r.wall_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
 }  // namespace
 
 int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) {
@@ -206,6 +233,8 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
         report.devices.push_back(d);
     for (auto& r : old.cases) {
       if (r.status == CaseStatus::error) continue;  // errors are retried
+      // A timed record with fewer repetitions than asked for is run again, whole.
+      if (r.timed && repetition_count(r.timing) < std::size_t(opt.repetitions)) continue;
       done.insert(resume_key(r.variant, r.shape_key(), r.mode));
       report.cases.push_back(r);
     }
@@ -219,8 +248,11 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     return done.count(resume_key(plan[i].variant->name, plan[i].shape.key(), std::string(to_string(opt.mode)))) > 0;
   });
   Backends backends(opt);
-  Progress progress(entries.size(), opt.progress);
+  // A child (--isolate, --devices) repeats its own case; the parent makes one pass.
+  const int passes = opt.isolate || !opt.devices.empty() ? 1 : std::max(opt.repetitions, 1);
+  Progress progress(entries.size() * std::size_t(passes), opt.progress);
   bool usable = true, runtime_failure = false, verify_failure = false;
+  std::vector<std::optional<std::size_t>> record_of(plan.size());  // plan entry -> its timed record
   auto keep = [&](CaseRecord&& r) {
     runtime_failure = runtime_failure || r.status == CaseStatus::error;
     verify_failure = verify_failure || r.status == CaseStatus::verify_failed;
@@ -257,7 +289,8 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
   for (std::size_t n = 0; opt.devices.empty() && n < entries.size() && usable && !g_interrupted; ++n) {
     const std::size_t i = entries[n];
     const auto& item = plan[i];
-    progress.update(n, fmt::format("{} {}", item.variant->name, item.shape.key()));
+    progress.update(n, fmt::format("{}{} {}", passes > 1 ? fmt::format("repetition 1/{}: ", passes) : "",
+                                   item.variant->name, item.shape.key()));
     interrupt::case_started((item.variant->backend == Backend::cpu ? opt.host_rule : opt.rule).timeout_s, opt.verify,
                             opt.time);
     CaseRecord r;
@@ -267,9 +300,25 @@ int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) 
     } else {
       usable = run_one(item, opt, backends, r);
     }
+    if (r.status == CaseStatus::ok && r.timed) record_of[i] = report.cases.size();
     keep(std::move(r));
     interrupt::case_ended();
   }
+  for (int rep = 1; rep < passes && usable && !g_interrupted; ++rep)
+    for (std::size_t n = 0; n < entries.size() && usable && !g_interrupted; ++n) {
+      const std::size_t i = entries[n];
+      if (!record_of[i]) continue;
+      const auto& item = plan[i];
+      CaseRecord& r = report.cases[*record_of[i]];
+      if (r.status != CaseStatus::ok) continue;  // an earlier repetition failed
+      progress.update(std::size_t(rep) * entries.size() + n,
+                      fmt::format("repetition {}/{}: {} {}", rep + 1, passes, item.variant->name, item.shape.key()));
+      interrupt::case_started((item.variant->backend == Backend::cpu ? opt.host_rule : opt.rule).timeout_s, false, true);
+      usable = repeat_one(item, opt, backends, r, rep);
+      runtime_failure = runtime_failure || r.status == CaseStatus::error;
+      save();
+      interrupt::case_ended();
+    }
   progress.finish();
   // The host's peak depends on the case's size: the calibration keeps the best one seen.
   for (auto& r : report.cases)

@@ -43,6 +43,10 @@ struct RunOptions {
   // these CUDA devices at once (run/devices.h).
   std::vector<int> devices;
   std::string program;  // argv[0], the first word of each record's repro line
+  // --repetitions: every timed case is measured this many times, in passes over the whole sweep
+  // (a case's repetitions lie a pass apart, so a busy spell of the host reaches few of them);
+  // verification runs once, in the first pass. Under --isolate or --devices each case's child repeats it.
+  int repetitions = 1;
   // Verification budget: above this many reference state updates (tokens x heads x K x V), a
   // prefill case verifies a deterministic sample of heads.
   double verify_budget = 4.0e10;

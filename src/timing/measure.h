@@ -36,8 +36,16 @@ struct KernelStat {
   double share = 0;  // median_s over the median sample span
 };
 
+// One repetition of a case (run --repetitions): its own sample set, summarised.
+struct RepetitionStat {
+  double median_s = std::numeric_limits<double>::quiet_NaN();
+  double noise = std::numeric_limits<double>::quiet_NaN();  // Stats::noise of its samples
+  std::size_t n = 0;
+  bool converged = false;
+};
+
 struct Measurement {
-  std::vector<double> samples_s;
+  std::vector<double> samples_s;  // every repetition's samples, in order
   Stats stats;
   bool converged = false;        // noise target met (false: stopped by timeout or max_samples)
   std::string stop_reason;       // "noise", "timeout", "max_samples"
@@ -50,6 +58,9 @@ struct Measurement {
   // Median over samples of the summed kernel durations, the host's gaps between a call's kernels
   // left out; recorded by the peer harnesses (scripts/peers), NaN where unknown.
   double kernels_sum_median_s = std::numeric_limits<double>::quiet_NaN();
+  // Each repetition's summary when the case was measured more than once (timing/repetitions.h);
+  // empty for one. Then stats, converged and wall_s are over all of them together.
+  std::vector<RepetitionStat> repetitions;
 };
 
 // Pure decision, testable on synthetic data: is sampling finished? Sets reason when it is.

@@ -131,7 +131,11 @@ TEST(Cli, RunThenCompareSameReportIsCleanAndRegressionExitsOne) {
     for (auto& s : t["samples_s"]) s = s.get<double>() * 3;
   }
   auto slow = write("slow.json", j.dump());
+  // CPU times fail the gate only with --host-threshold (docs/ci.md "CPU timings").
   r = run("compare " + base + " " + slow + " --markdown");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("CPU time, not gated"), std::string::npos) << r.out;
+  r = run("compare " + base + " " + slow + " --markdown --host-threshold 50");
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("slower"), std::string::npos) << r.out;
   EXPECT_EQ(run("compare " + base + " /nonexistent.json").code, 3);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compare/compare.h"
+#include "core/errors.h"
 
 namespace gdn {
 namespace {
@@ -37,6 +38,7 @@ CaseRecord rec(int64_t batch, double median_us, double noise_pct = 0.1, bool con
 
 RunReport report(std::vector<CaseRecord> cases) {
   RunReport r;
+  r.complete = true;
   r.cases = std::move(cases);
   return r;
 }
@@ -126,14 +128,17 @@ TEST(Compare, ThresholdOverrideFromTheNewRecord) {
   EXPECT_EQ(status_of(rec(1, 100), rec(1, 110), 15.0), CompareStatus::same);
 }
 
-TEST(Compare, MissingAndNewNeverFail) {
-  const auto r = compare_reports(report({rec(1, 8), rec(32, 53)}), report({rec(32, 53), rec(256, 368)}), {});
+TEST(Compare, MissingFailsTheGateNewDoesNot) {
+  const auto base = report({rec(1, 8), rec(32, 53)});
+  const auto r = compare_reports(base, report({rec(32, 53), rec(256, 368)}), {});
   ASSERT_EQ(r.rows.size(), 3u);
   EXPECT_EQ(r.rows[0].status, CompareStatus::same);   // B=32
   EXPECT_EQ(r.rows[1].status, CompareStatus::added);  // B=256, only in new
   EXPECT_EQ(r.rows[2].status, CompareStatus::missing);  // B=1, only in base
   EXPECT_EQ(r.rows[2].shape_key, decode_shape(1).key());
-  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.exit_code(), kExitCannotCompare);
+  // A case only NEW holds never fails.
+  EXPECT_EQ(compare_reports(base, report({rec(1, 8), rec(32, 53), rec(256, 368)}), {}).exit_code(), 0);
 }
 
 TEST(Compare, MatchesOnDeviceAndMode) {
@@ -164,7 +169,7 @@ TEST(Compare, FailedVerificationInNewFails) {
   by_status.timed = false;
   EXPECT_EQ(status_of(rec(1, 100), by_status), CompareStatus::failed_verification);
   // Also when there is no baseline for it.
-  EXPECT_EQ(compare_reports(report({}), report({broken}), {}).exit_code(), 1);
+  EXPECT_EQ(compare_reports(report({rec(8, 10)}), report({rec(8, 10), broken}), {}).exit_code(), 1);
   // A base that failed verification is no baseline: the fixed kernel is "new", whatever its speed.
   auto base_broken = rec(1, 10);
   base_broken.status = CaseStatus::verify_failed;
@@ -184,13 +189,13 @@ TEST(Compare, SkippedAndErrorRecordsAreMissingData) {
   auto r = cmp(rec(1, 100), error);
   EXPECT_EQ(r.rows[0].status, CompareStatus::missing);
   EXPECT_NE(r.rows[0].note.find("illegal address"), std::string::npos) << r.rows[0].note;
-  EXPECT_EQ(r.exit_code(), 0);
+  EXPECT_EQ(r.exit_code(), kExitCannotCompare);  // missing, and nothing compared
   EXPECT_EQ(status_of(rec(1, 100), skipped), CompareStatus::missing);
   EXPECT_EQ(status_of(skipped, rec(1, 100)), CompareStatus::added);
   EXPECT_EQ(status_of(error, rec(1, 100)), CompareStatus::added);
   // Skipped on both sides: the device cannot run it; no row at all.
   EXPECT_TRUE(cmp(skipped, skipped).rows.empty());
-  EXPECT_EQ(cmp(skipped, skipped).exit_code(), 0);
+  EXPECT_EQ(cmp(skipped, skipped).exit_code(), kExitCannotCompare);  // nothing compared
 }
 
 TEST(Compare, VariantFilters) {

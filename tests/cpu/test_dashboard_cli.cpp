@@ -81,7 +81,7 @@ TEST_F(DashboardCli, BadReportsExitThreeNamingTheFileAndWriteNothing) {
   const Bad bad[] = {
       {"truncated.json", "{\"schema_version\": 1, \"cases\": [", "truncated.json"},
       {"gbench.json", "{\"context\": {}, \"benchmarks\": []}", "not a gdnbench report"},
-      {"newer.json", "{\"schema_version\": 2, \"cases\": []}", "newer than this gdnbench reads"},
+      {"newer.json", "{\"schema_version\": 3, \"cases\": []}", "newer than this gdnbench reads"},
       {"badcase.json", "{\"schema_version\": 1, \"cases\": [{\"variant\": \"decode/fast\"}]}", "badcase.json"},
   };
   for (const auto& b : bad) {

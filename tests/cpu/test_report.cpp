@@ -535,7 +535,7 @@ TEST(Views, GoogleBenchmarkShape) {
   EXPECT_EQ(g["context"]["host_name"], "gpu-node-7");
   const auto& b = g["benchmarks"];
   ASSERT_EQ(b.size(), 4u);  // ok cases only: not the failed one, not the skipped one
-  const std::string name = "prefill/sm90/" + prefill_8k().key() + "/cold";
+  const std::string name = "prefill/sm90/" + prefill_8k().key() + "/cold@NVIDIA H200";
   EXPECT_EQ(b[0]["name"], name);
   EXPECT_EQ(b[0]["run_name"], name);
   EXPECT_EQ(b[0]["run_type"], "iteration");
@@ -561,7 +561,7 @@ TEST(Views, BiggerIsBetterUnitsFollowTheBound) {
   EXPECT_NEAR(a[0]["value"].get<double>(), 153.39168914285716, 1e-9);
   EXPECT_EQ(a[1]["unit"], "TB/s");  // decode is bandwidth bound
   EXPECT_NEAR(a[1]["value"].get<double>(), 2.9350511304347826, 1e-12);
-  EXPECT_EQ(a[1]["name"], "decode/cuda_simple/" + decode_b256().key() + "/cold");
+  EXPECT_EQ(a[1]["name"], "decode/cuda_simple/" + decode_b256().key() + "/cold@NVIDIA H200");
   EXPECT_TRUE(a[1]["extra"].is_string());
   EXPECT_NE(a[1]["extra"].get<std::string>().find("368.00 us"), std::string::npos);
 }
