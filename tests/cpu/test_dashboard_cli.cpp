@@ -124,16 +124,23 @@ std::string without_chart_js(const std::string& page) {
   return to == std::string::npos ? page : page.substr(0, from + open.size()) + page.substr(to);
 }
 
-TEST_F(DashboardCli, ResultsPageIsWhatTheCommittedReportsMake) {
+// The results page (README) is made from the committed reports by one command; it is not committed
+// itself, since it inlines Chart.js. Every committed report must read, and the page must name each.
+TEST_F(DashboardCli, ResultsPageIsMadeFromEveryCommittedReport) {
   const std::string root = GDN_SOURCE_DIR;
   auto r = run("results/*/*.json -o " + path("results.html") + " --title 'gdnbench results'" + chart(), root);
   ASSERT_EQ(r.code, 0) << r.out;
-  std::ifstream in(root + "/results/dashboard.html");
-  std::stringstream committed;
-  committed << in.rdbuf();
-  EXPECT_TRUE(without_chart_js(read("results.html")) == without_chart_js(committed.str()))
-      << "results/dashboard.html is out of date: run `build/gdnbench dashboard results/*/*.json -o results/dashboard.html "
-         "--title \"gdnbench results\"` from the repository root";
+  const std::string page = read("results.html");
+  int reports = 0;
+  for (const auto& gpu : std::filesystem::directory_iterator(root + "/results")) {
+    if (!gpu.is_directory()) continue;
+    for (const auto& f : std::filesystem::directory_iterator(gpu.path())) {
+      if (f.path().extension() != ".json") continue;
+      ++reports;
+      EXPECT_NE(page.find(f.path().filename().string()), std::string::npos) << f.path() << " is not on the page";
+    }
+  }
+  EXPECT_GT(reports, 0);
 }
 
 }  // namespace
