@@ -1,7 +1,11 @@
 // Small helpers shared by the test files.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <array>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -23,6 +27,22 @@ inline Shape prefill(std::vector<int64_t> lens, int h_qk, int h_v, Layout layout
 }
 
 inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A shell command's exit code (-1 when it did not exit normally) and its standard output; the
+// command redirects stderr itself where the caller wants it (" 2>&1").
+struct ShellResult {
+  int code = -1;
+  std::string out;
+};
+inline ShellResult run_shell(const std::string& cmd) {
+  ShellResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf;
+  while (p && fgets(buf.data(), int(buf.size()), p)) r.out += buf.data();
+  const int status = p ? pclose(p) : -1;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
 
 // Sets an environment variable for one scope, restoring the old value (or its absence) after.
 class ScopedEnv {

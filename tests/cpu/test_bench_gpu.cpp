@@ -6,26 +6,19 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "test_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string run(const std::string& cmd) {
-  std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  pclose(p);
-  return out;
-}
+std::string run(const std::string& cmd) { return gdn::test::run_shell(cmd).out; }
 
 // peers-warm with FLA alone "installed" (a package `fla` in PEER_SITE) and `env` set: its slices as [first, last] pairs, every
 // point of a `points`-point plan in exactly one of `jobs` contiguous slices.

@@ -2,30 +2,19 @@
 // the shipped CLI with the test-only variants; GDN_PRODUCT_BINARY is the shipped gdnbench.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
+
+#include "test_support.h"
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = gdn::test::ShellResult;
 
 Result run(const std::string& args, const char* binary = GDN_BINARY) {
-  std::string cmd = std::string(binary) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) r.out += buf.data();
-  int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return gdn::test::run_shell(std::string(binary) + " " + args + " 2>&1");
 }
 
 std::string src(const std::string& rel) { return std::string(GDN_SOURCE_DIR) + "/" + rel; }

@@ -7,7 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +16,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "test_support.h"
 
 extern char** environ;
 
@@ -33,13 +34,8 @@ struct Output {
 // `prefix` goes before the binary on the shell line: an environment setting, a `cd DIR &&`.
 Output shell(const std::string& prefix, const std::string& args) {
   const std::string cmd = prefix + " " + GDN_BINARY + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Output r{-1, ""};
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) r.text += buf.data();
-  const int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  gdn::test::ShellResult r = gdn::test::run_shell(cmd);
+  return {r.code, std::move(r.out)};
 }
 
 std::string src(const std::string& rel) { return std::string(GDN_SOURCE_DIR) + "/" + rel; }

@@ -3,33 +3,23 @@
 // file and no page written (an old page stays as it was). A stand-in Chart.js (--chart-js) keeps
 // these tests free of the libjs-chart.js package; the browser test uses the real one.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "test_support.h"
+
 namespace {
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = gdn::test::ShellResult;
 
 // `gdnbench dashboard ARGS`, run in `cwd` when given (the shell expands globs there).
 Result run(const std::string& args, const std::string& cwd = "") {
   const std::string cmd =
       (cwd.empty() ? "" : "cd '" + cwd + "' && ") + std::string(GDN_PRODUCT_BINARY) + " dashboard " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) r.out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return gdn::test::run_shell(cmd);
 }
 
 class DashboardCli : public ::testing::Test {

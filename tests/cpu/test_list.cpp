@@ -2,26 +2,21 @@
 // line fits the width COLUMNS gives, a reason a variant cannot run here is printed once however
 // many variants share it, and the knobs of the plan axis are shown.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <map>
 #include <sstream>
 #include <string>
+
+#include "test_support.h"
 
 namespace {
 
 // `env` is a command prefix such as "COLUMNS=80" or "env -u COLUMNS".
 std::string run_list(const std::string& env, const std::string& args) {
   const std::string cmd = env + " " + GDN_BINARY + " list" + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << out;
-  return out;
+  const gdn::test::ShellResult r = gdn::test::run_shell(cmd);
+  EXPECT_EQ(r.code, 0) << cmd << "\n" << r.out;
+  return r.out;
 }
 
 // Columns of a UTF-8 line: its code points (every character the descriptions use is one column).

@@ -5,7 +5,6 @@
 // caught (exit 2), a wrong ABI version, a malformed table and a missing file refused (exit 3).
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -14,7 +13,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
-#include <sys/wait.h>
 #include <tuple>
 #include <vector>
 
@@ -24,6 +22,8 @@
 #include "plugin/sha256.h"
 #include "report/baseline_table.h"
 #include "report/report.h"
+
+#include "test_support.h"
 
 namespace gdn {
 namespace {
@@ -35,20 +35,11 @@ std::string plugin(const std::string& name) {
   return (fs::path(GDN_BINARY).parent_path() / "plugins" / ("lib" + name + ".so")).string();
 }
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = test::ShellResult;
 
 Result run(const std::string& args) {
   const std::string cmd = std::string(GDN_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) r.out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return test::run_shell(cmd);
 }
 
 std::string tmp(const std::string& name) {
@@ -200,10 +191,7 @@ TEST(PluginReport, OriginIsWrittenForPluginRecordsOnly) {
 
 // `sha256sum`'s digest of a file: the record's hash is checked with the standard tool.
 std::string sha256sum(const std::string& path) {
-  FILE* p = popen(("sha256sum '" + path + "'").c_str(), "r");
-  std::array<char, 128> buf{};
-  std::string out = p && fgets(buf.data(), int(buf.size()), p) ? buf.data() : "";
-  if (p) pclose(p);
+  const std::string out = test::run_shell("sha256sum '" + path + "'").out;
   return out.substr(0, out.find(' '));
 }
 

@@ -7,8 +7,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -17,23 +15,16 @@
 
 #include "device/info.h"
 
+#include "test_support.h"
+
 namespace {
 
 using nlohmann::json;
 
-struct Result {
-  int code;
-  std::string out;
-};
+using Result = gdn::test::ShellResult;
 
 Result sh(const std::string& cmd) {
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  Result r{-1, ""};
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) r.out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return gdn::test::run_shell(cmd + " 2>&1");
 }
 
 Result gdnbench(const std::string& args) { return sh(std::string(GDN_BINARY) + " " + args); }

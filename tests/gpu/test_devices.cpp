@@ -2,12 +2,9 @@
 // one verified and timed, and medians within noise of each other. Skips without two GPUs.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,16 +12,16 @@
 
 #include "device/info.h"
 
+#include "test_support.h"
+
 namespace {
 
 using nlohmann::json;
 
 int run(const std::string& args, std::string& out) {
-  FILE* p = popen((std::string(GDN_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  gdn::test::ShellResult r = gdn::test::run_shell(std::string(GDN_BINARY) + " " + args + " 2>&1");
+  out += r.out;
+  return r.code;
 }
 
 TEST(Devices, TwoGpusGiveTheRecordsOfOne) {

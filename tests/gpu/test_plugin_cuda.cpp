@@ -4,16 +4,15 @@
 // reason.
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "run/backend.h"
+
+#include "test_support.h"
 
 namespace gdn {
 namespace {
@@ -21,13 +20,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string run_cli(const std::string& args, int& code) {
-  FILE* p = popen((std::string(GDN_BINARY) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf;
-  while (p && fgets(buf.data(), int(buf.size()), p)) out += buf.data();
-  const int status = p ? pclose(p) : -1;
-  code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return out;
+  test::ShellResult r = test::run_shell(std::string(GDN_BINARY) + " " + args + " 2>&1");
+  code = r.code;
+  return r.out;
 }
 
 TEST(PluginCuda, ExampleIsVerifiedAndTimedLikeOurs) {
