@@ -330,8 +330,9 @@
     if (!data.history.length) return;
     const s = section('history', 'History');
     add(s, 'p', 'note', 'Runs of the same config on the same device, oldest first. Each point is judged against the run before ' +
-      'it as gdnbench compare judges (threshold ' + data.history[0].threshold_pct + ' % unless a case sets its own, and beyond the ' +
-      'measured noise of the two medians): red points are slower or failed verification, green ones faster.');
+      'it as gdnbench compare judges (threshold ' + data.history[0].threshold_pct + ' % unless a case sets its own, beyond the ' +
+      'measured noise, or by the U test where both runs have repetitions; CPU times are shown, not judged): red points are ' +
+      'slower or failed verification, green ones faster.');
     const maxLines = 24;
     for (const h of data.history) {
       add(s, 'h3', '', esc(h.config_path) + ' (' + esc(h.config_hash) + ') on ' + esc(h.device) + ': ' + h.runs.length + ' runs, ' +
