@@ -8,6 +8,7 @@
 #include <set>
 
 #include "report/peer_table.h"
+#include "stats/stats.h"
 
 namespace gdn {
 
@@ -197,17 +198,12 @@ json op_json(const std::string& op, const Current& cur, const std::vector<PeerSe
 // Prefill's ours / best peer over heads x sequence sets: at each point our fastest variant, the
 // geometric mean over the points of a cell (they differ in the other axes: dtype, h0, ...).
 json heatmap_json(const json& prefill) {
-  struct Cell {
-    double log_sum = 0;
-    int n = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Cell> cells;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> cells;  // (heads, seqs) -> ratios
   std::set<std::string> heads, seqs;
   for (const auto& row : prefill.at("rows")) {
     if (!row.at("fastest").get<bool>() || row.at("ratio").is_null()) continue;
     const std::string h = row.at("heads"), s = row.at("seqs");
-    Cell& c = cells[{h, s}];
-    c.log_sum += std::log(row.at("ratio").get<double>()), ++c.n;
+    cells[{h, s}].push_back(row.at("ratio").get<double>());
     heads.insert(h), seqs.insert(s);
   }
   // Heads by (h_qk, h_v) as numbers, sequence sets by label length then text ("1x2048" < "1x32768").
@@ -219,8 +215,8 @@ json heatmap_json(const json& prefill) {
   std::sort(hv.begin(), hv.end(), [&](const auto& a, const auto& b) { return heads_num(a) < heads_num(b); });
   std::sort(sv.begin(), sv.end(), [](const auto& a, const auto& b) { return std::pair{a.size(), a} < std::pair{b.size(), b}; });
   json jc = json::array();
-  for (const auto& [k, c] : cells)
-    jc.push_back({{"heads", k.first}, {"seqs", k.second}, {"ratio", std::exp(c.log_sum / c.n)}, {"points", c.n}});
+  for (const auto& [k, ratios] : cells)
+    jc.push_back({{"heads", k.first}, {"seqs", k.second}, {"ratio", geomean(ratios)}, {"points", ratios.size()}});
   return {{"heads", hv}, {"seqs", sv}, {"cells", jc}};
 }
 

@@ -9,6 +9,7 @@
 #include "core/registry.h"
 #include "report/shape_column.h"
 #include "report/text_table.h"
+#include "stats/stats.h"
 
 namespace gdn {
 namespace {
@@ -91,11 +92,9 @@ std::string format_baseline_table(const std::string& baseline, const std::vector
                                    op, baseline),
                        width);
     out += render_fitted(keys, "", width, build);
-    double log_sum = 0;
-    for (double x : ratios) log_sum += std::log(x);
     out += fold(fmt::format("{}: another variant is faster on {} of {} points; {} / best other, geometric mean {}", op,
                             faster, ratios.size(), baseline,
-                            ratios.empty() ? "-" : fmt::format("{:.2f}x", std::exp(log_sum / double(ratios.size())))),
+                            ratios.empty() ? "-" : fmt::format("{:.2f}x", geomean(ratios))),
                 width);
   }
   return out;

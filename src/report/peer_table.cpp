@@ -8,6 +8,7 @@
 
 #include "report/shape_column.h"
 #include "report/text_table.h"
+#include "stats/stats.h"
 
 namespace gdn {
 namespace {
@@ -41,12 +42,6 @@ std::string our_rate(const CaseRecord& r) {
 }
 std::string roof(const CaseRecord& r) { return std::isfinite(r.roofline_pct) ? fmt::format("{:.1f}", r.roofline_pct) : "-"; }
 
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return kNaN;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
-}
 
 std::string markdown_cell(const std::string& s) {
   std::string out;

@@ -21,6 +21,13 @@ constexpr double kIqrPerSigma = 1.349;
 
 }  // namespace
 
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
 double quantile_sorted(const std::vector<double>& sorted, double q) {
   if (sorted.empty()) return kNaN;
   q = std::clamp(q, 0.0, 1.0);

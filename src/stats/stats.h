@@ -17,6 +17,9 @@ struct Stats {
   double noise = 0;
 };
 
+// Geometric mean of positive values (ratios); NaN for none.
+double geomean(const std::vector<double>& v);
+
 // Linear-interpolated quantile (q in [0, 1]) of sorted data.
 double quantile_sorted(const std::vector<double>& sorted, double q);
 Stats compute_stats(std::vector<double> samples);
