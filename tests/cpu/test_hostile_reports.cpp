@@ -193,6 +193,28 @@ TEST(HostileReport, TimesMustBeFiniteAndNonNegative) {
   EXPECT_TRUE(test::contains(load_error(dir.put("seed.json", j.dump())), "cases[0].seed"));
 }
 
+// An integer field given a huge, negative or fractional number is refused by name; a cast would
+// be undefined behaviour (the report fuzzer found 2.5e71 reaching an unsigned field).
+TEST(HostileReport, IntegerFieldsAreRangeChecked) {
+  Scratch dir("hostile_integers");
+  auto j = good_report();
+  j["cases"][0]["shape"]["batch"] = 2.5276e+71;
+  EXPECT_TRUE(test::contains(load_error(dir.put("batch.json", j.dump())), "'batch' must be an integer"));
+  j = good_report();
+  j["cases"][1]["shape"]["batch"] = 1.5;
+  EXPECT_TRUE(test::contains(load_error(dir.put("fraction.json", j.dump())), "not 1.5"));
+  j = good_report();
+  j["host"]["logical_cores"] = 1e30;
+  EXPECT_TRUE(test::contains(load_error(dir.put("cores.json", j.dump())), "'logical_cores'"));
+  j = good_report();
+  j["host"]["memory_bytes"] = -1;
+  EXPECT_TRUE(test::contains(load_error(dir.put("memory.json", j.dump())), "'memory_bytes'"));
+  j = good_report();
+  j["cases"][1]["shape"]["batch"] = 2.0;  // a whole float is a count
+  EXPECT_EQ(load_error(dir.put("whole.json", j.dump())), "");
+  EXPECT_EQ(load_report(dir.path("whole.json")).cases[1].shape.batch, 2);
+}
+
 TEST(HostileReport, ACaseGivenTwiceIsRefused) {
   Scratch dir("hostile_dup");
   const auto good = dir.put("good.json", good_report().dump());
