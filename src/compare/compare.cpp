@@ -157,11 +157,12 @@ std::string summary(const CompareResult& r) {
   return fmt::format("{}: {}", r.exit_code() == 0 ? "PASS" : "FAIL", fmt::join(parts, ", "));
 }
 
-// The gate's findings, one per line: refusals (exit 5) first, then what a flag accepted.
+// The gate's findings, one per line: refusals (exit 5) first, then what a flag accepted, then notes.
 std::vector<std::string> gate_lines(const CompareResult& r) {
   std::vector<std::string> out;
   for (const auto& s : r.refused) out.push_back("refused: " + s);
   for (const auto& s : r.allowed) out.push_back("allowed: " + s);
+  for (const auto& s : r.notes) out.push_back("note: " + s);
   return out;
 }
 
@@ -320,7 +321,7 @@ std::string format_compare_table(const CompareResult& r, std::size_t width) {
 std::string format_compare_markdown(const CompareResult& r) {
   std::string out = fmt::format("**gdnbench compare {}**\n\n", summary(r));
   for (const auto& line : gate_lines(r)) out += "- " + markdown_cell(line) + "\n";
-  if (!r.refused.empty() || !r.allowed.empty()) out += "\n";
+  if (!r.refused.empty() || !r.allowed.empty() || !r.notes.empty()) out += "\n";
   if (r.rows.empty()) return out;
   out += "| status | variant | shape | mode | device | base | new | change | noise | threshold | note |\n";
   out += "|---|---|---|---|---|---:|---:|---:|---:|---:|---|\n";

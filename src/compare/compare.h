@@ -49,6 +49,9 @@ struct CompareResult {
   // Why the gate could not compare what it was asked to (compare/gate.h); `allowed` holds the
   // same findings that a flag accepted, said but not failing.
   std::vector<std::string> refused, allowed;
+  // Said and never failing: a plugin variant whose library changed between the reports (the
+  // change a user gates is usually that library, so it is named, not refused).
+  std::vector<std::string> notes;
   int exit_code() const;         // 0 clean, 5 refused (first), 1 regression or verification failure
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 namespace gdn {
@@ -25,6 +26,16 @@ bool compared(const CompareRow& r) {
   return r.status == CompareStatus::same || r.status == CompareStatus::faster || r.status == CompareStatus::slower ||
          r.status == CompareStatus::noisy || (r.in_base && r.status == CompareStatus::failed_verification);
 }
+
+// The library each plugin variant of a report was loaded from (its records all carry the same).
+std::map<std::string, VariantOrigin> plugin_origins(const RunReport& r, const CompareOptions& opt) {
+  std::map<std::string, VariantOrigin> out;
+  for (const auto& c : r.cases)
+    if (c.origin.external() && compare_selects(c.variant, opt)) out.emplace(c.variant, c.origin);
+  return out;
+}
+
+std::string short_hash(const std::string& sha256) { return sha256.substr(0, 12); }
 
 }  // namespace
 
@@ -58,6 +69,15 @@ void apply_gate(const RunReport& base, const RunReport& next, const CompareOptio
     finding(opt.allow_device_change,
             fmt::format("device change: BASE ran on {}, NEW on {}", listed(base_devices), listed(new_devices)),
             "--allow-device-change");
+
+  const auto base_plugins = plugin_origins(base, opt);
+  for (const auto& [variant, now] : plugin_origins(next, opt)) {
+    const auto was = base_plugins.find(variant);
+    if (was != base_plugins.end() && was->second.sha256 != now.sha256)
+      result.notes.push_back(fmt::format("{}: its library changed (BASE {} sha256 {}, NEW {} sha256 {})", variant,
+                                         was->second.path, short_hash(was->second.sha256), now.path,
+                                         short_hash(now.sha256)));
+  }
 
   if (std::none_of(result.rows.begin(), result.rows.end(), compared))
     result.refused.push_back("nothing compared: no case of BASE has a time or a failed verification in NEW (no flag "

@@ -56,6 +56,25 @@ TEST(Gate, CleanComparisonPasses) {
   EXPECT_EQ(r.exit_code(), kExitOk);
 }
 
+// A plugin variant timed from a different library is named (it is what the user gates), never refused.
+TEST(Gate, AChangedPluginLibraryIsNamedNotRefused) {
+  auto plugin = [](int64_t batch, const std::string& sha) {
+    CaseRecord r = rec(batch, 10);
+    r.variant = "plugin:mine/decode_fast";
+    r.origin = {"plugin", "/build/libmine.so", sha};
+    return r;
+  };
+  const std::string a(64, 'a'), b(64, 'b');
+  auto r = compare_reports(report({plugin(1, a), plugin(8, a)}), report({plugin(1, b), plugin(8, b)}), {});
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_TRUE(mentions(r.notes, "plugin:mine/decode_fast: its library changed"));
+  EXPECT_TRUE(mentions(r.notes, "sha256 aaaaaaaaaaaa, NEW /build/libmine.so sha256 bbbbbbbbbbbb"));
+  EXPECT_EQ(r.exit_code(), kExitOk);
+  EXPECT_TRUE(mentions({format_compare_table(r)}, "note: plugin:mine/decode_fast"));
+  r = compare_reports(report({plugin(1, a)}), report({plugin(1, a)}), {});
+  EXPECT_TRUE(r.notes.empty());
+}
+
 TEST(Gate, MissingCasesRefuseUnlessAllowed) {
   const auto base = report({rec(1, 10), rec(8, 20), rec(64, 90)}), next = report({rec(1, 10)});
   auto r = compare_reports(base, next, {});
