@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/checkpoints.h"
 #include "core/half.h"
 #include "core/parallel_for.h"
 #include "core/slot.h"
@@ -170,7 +171,14 @@ PrefillPlan::PrefillPlan(const Shape& shape, const TensorSet& inputs, const Sele
       d(shape),
       cu(sequence_starts(shape, inputs)),
       heads(resolve_heads(sel.heads, d.HV)),
-      seqs(resolve_items(sel.seqs, int64_t(shape.seqlens.size()), "sequence")) {}
+      seqs(resolve_items(sel.seqs, int64_t(shape.seqlens.size()), "sequence")),
+      J(checkpoint_columns(shape)) {
+  for (int64_t n = 0; n < int64_t(shape.seqlens.size()); ++n) checkpoints.push_back(checkpoint_positions(shape, n));
+}
+
+void PrefillPlan::save_checkpoint(int64_t n, int h, int64_t j, const Mat& S, PrefillResult& r) const {
+  store_state(S, s.layout, r.checkpoints.data() + ((n * J + j) * d.HV + h) * d.state_size());
+}
 
 PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, int, Mat&, PrefillResult&)>& f) const {
   const int64_t N = int64_t(s.seqlens.size()), T = cu.back(), KV = d.state_size();
@@ -178,6 +186,7 @@ PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, in
   PrefillResult r;
   r.o.assign(size_t(T * d.HV * d.V), nan);
   r.ht.assign(size_t(N * d.HV * KV), nan);
+  r.checkpoints.assign(size_t(N * J * d.HV * KV), nan);
   const Tensor* h0 = in.has("h0") ? &in.at("h0") : nullptr;
   // The pool form: sequence n starts from slot indices[n] (-1: from zero).
   const Tensor* pool = s.prefill_pool() ? &in.at("pool") : nullptr;

@@ -70,7 +70,11 @@ struct PrefillPlan {
   std::vector<int64_t> cu;  // sequence starts, N + 1 entries
   std::vector<int> heads;
   std::vector<int64_t> seqs;
+  int64_t J = 0;                                   // checkpoint columns
+  std::vector<std::vector<int64_t>> checkpoints;   // positions per sequence, from its start
   PrefillPlan(const Shape& shape, const TensorSet& inputs, const Selection& sel);
+  // Stores S as checkpoint j of (sequence n, head h).
+  void save_checkpoint(int64_t n, int h, int64_t j, const Mat& S, PrefillResult& r) const;
   PrefillResult run(int threads, const std::function<void(int64_t n, int h, Mat& S, PrefillResult& r)>& f) const;
 };
 

@@ -83,10 +83,17 @@ PrefillResult prefill_chunked(const Shape& s, const TensorSet& in, int chunk, co
   const detail::Dims& d = plan.d;
   const Inputs x{s, in, d, in.at("q"), in.at("k"), in.at("v")};
   return plan.run(threads, [&](int64_t n, int h, Mat& S, PrefillResult& r) {
-    for (int64_t row0 = plan.cu[size_t(n)]; row0 < plan.cu[size_t(n) + 1]; row0 += chunk) {
-      const int c = int(std::min<int64_t>(chunk, plan.cu[size_t(n) + 1] - row0));
+    // A chunk also ends at each checkpoint, whose state is then in hand.
+    const int64_t start = plan.cu[size_t(n)], end = plan.cu[size_t(n) + 1];
+    const auto& at = plan.checkpoints[size_t(n)];
+    size_t j = 0;
+    for (int64_t row0 = start; row0 < end;) {
+      const int64_t stop = j < at.size() ? start + at[j] : end;
+      const int c = int(std::min<int64_t>(chunk, stop - row0));
       const Chunk ch(x, row0, c, h);
       chunk_step(ch, d.scale, S, r.o.data() + (row0 * d.HV + h) * d.V, int64_t(d.HV) * d.V);
+      row0 += c;
+      if (row0 == stop && j < at.size()) plan.save_checkpoint(n, h, int64_t(j++), S, r);
     }
   });
 }

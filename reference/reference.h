@@ -23,6 +23,9 @@ struct Selection {
 struct PrefillResult {
   std::vector<double> o;   // [T, HV, V]
   std::vector<double> ht;  // [N, HV, (layout)]
+  // The state after each checkpoint position (docs/method.md 2.4), [N, J, HV, (layout)], with
+  // J = checkpoint_columns(shape); empty without checkpoints, NaN past a sequence's checkpoints.
+  std::vector<double> checkpoints;
 };
 
 // Token recurrence (the oracle).

@@ -2,7 +2,8 @@
 // longest sequences are scheduled first so ragged batches balance. The state is worked on in a
 // per-worker buffer (page-aligned, see scratch.h) in the kv order, the faster kernel while
 // the state stays in cache: h0 is copied (vk: transposed) in once and ht out once; in the pool
-// form the sequence's slot is read (widened from bf16) and written back (rounded) instead.
+// form the sequence's slot is read (widened from bf16) and written back (rounded) instead, and
+// each checkpoint's state is stored to its slot as the token it follows completes.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -18,11 +19,34 @@
 namespace gdn {
 namespace {
 
+// Slot `slot`'s part for head h (the pool form).
+char* slot_head(const prefill::Args& a, int64_t slot, int h) {
+  return static_cast<char*>(a.pool) + (slot * a.HV + h) * int64_t(a.K) * a.V * int64_t(dtype_size(a.state_dtype));
+}
+
 // The pool form's slot of (sequence n, head h), or null for index -1 (start from zero, write nothing).
 char* pool_slot(const prefill::Args& a, int64_t n, int h) {
   const int64_t slot = slot_at(a.indices, a.index_dtype, n);
-  if (slot < 0) return nullptr;
-  return static_cast<char*>(a.pool) + (slot * a.HV + h) * int64_t(a.K) * a.V * int64_t(dtype_size(a.state_dtype));
+  return slot < 0 ? nullptr : slot_head(a, slot, h);
+}
+
+// Stores the [K][V] working state into a pool slot's head, in the pool's layout and dtype.
+void store_to_slot(const prefill::Args& a, const float* S, float* stage, char* dst) {
+  const int64_t KV = int64_t(a.K) * a.V;
+  if (a.layout == Layout::vk) cpu::transpose(S, a.K, a.V, stage), cpu::store_state(a.state_dtype, stage, KV, dst);
+  else cpu::store_state(a.state_dtype, S, KV, dst);
+}
+
+// Checkpoint j of sequence n (docs/method.md 2.4): its position (tokens from the sequence's
+// start; 0 when the sequence has no checkpoint j) and slot (-1: skip).
+struct Checkpoint {
+  int64_t position = 0, slot = -1;
+};
+Checkpoint checkpoint_at(const prefill::Args& a, int64_t n, int64_t j, int64_t length) {
+  if (j >= a.J) return {};
+  const int64_t p = a.checkpoint_positions ? a.checkpoint_positions[n * a.J + j] : (j + 1) * a.checkpoint_every;
+  if (p <= 0 || p > length) return {};
+  return {p, slot_at(a.checkpoint_indices, a.index_dtype, n * a.J + j)};
 }
 
 void run_sequence_head(const prefill::Args& a, const int32_t* cu, int64_t n, int h, cpu::Scratch& w) {
@@ -44,6 +68,8 @@ void run_sequence_head(const prefill::Args& a, const int32_t* cu, int64_t n, int
   }
 
   const int hk = h / (a.HV / a.H);
+  int64_t j = 0;
+  Checkpoint next = checkpoint_at(a, n, j, cu[n + 1] - cu[n]);
   for (int64_t t = cu[n]; t < cu[n + 1]; ++t) {
     const int64_t qk_row = (t * a.H + hk) * a.K, v_row = (t * a.HV + h) * int64_t(a.V);
     cpu::load_qk(a.input_dtype, a.q + qk_row, a.k + qk_row, a.K, a.l2norm, a.scale, w.q, w.k);
@@ -52,11 +78,13 @@ void run_sequence_head(const prefill::Args& a, const int32_t* cu, int64_t n, int
     const cpu::StepInput in{w.q, w.k, w.v, gate.decay, gate.beta};
     cpu::step_kv(S, a.K, a.V, in, w.tmp, w.o);
     cpu::store_half_row(a.input_dtype, w.o, a.V, a.o + v_row);
+    if (t + 1 - cu[n] == next.position) {
+      if (next.slot >= 0) store_to_slot(a, S, stage, slot_head(a, next.slot, h));
+      next = checkpoint_at(a, n, ++j, cu[n + 1] - cu[n]);
+    }
   }
   if (a.pool) {
-    if (!from_pool) return;
-    if (transposed) cpu::transpose(S, a.K, a.V, stage), cpu::store_state(a.state_dtype, stage, KV, from_pool);
-    else cpu::store_state(a.state_dtype, S, KV, from_pool);
+    if (from_pool) store_to_slot(a, S, stage, from_pool);
     return;
   }
   if (transposed) cpu::transpose(S, a.K, a.V, a.ht + slot);

@@ -50,6 +50,7 @@ constexpr double kStateTolerance = 1e-4;
 std::string supports(const Shape& s) {
   if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
   if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
+  if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not implemented by this variant";
   return "";
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/gate_tensors.h"
+#include "core/checkpoints.h"
 #include "core/op.h"
 
 namespace gdn {
@@ -24,6 +25,11 @@ std::vector<TensorSpec> tensors(const Shape& s) {
   if (s.prefill_pool()) {
     t.push_back({"pool", s.state_dtype, state_dims(s, s.pool_slots()), Role::inout, Fill::state});
     t.push_back({"indices", s.index_dtype, {N}, Role::input, Fill::indices});
+    if (const int64_t J = checkpoint_columns(s); J > 0) {  // docs/method.md 2.4
+      t.push_back({"checkpoint_indices", s.index_dtype, {N, J}, Role::input, Fill::checkpoint_indices});
+      if (!s.checkpoint_at.empty())
+        t.push_back({"checkpoint_positions", DType::i32, {N, J}, Role::input, Fill::checkpoint_positions});
+    }
     t.push_back({"o", s.input_dtype, {T, s.h_v, s.dv}, Role::output});
     return t;
   }
@@ -42,6 +48,9 @@ WorkModel work(const Shape& s) {
     const double active = N - (s.indices == IndexPattern::padded ? double(int64_t(N) / 8) : 0.0);
     const double slot = double(s.h_v) * s.dk * s.dv * double(dtype_size(s.state_dtype));
     w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + 2.0 * active * slot + 8.0 * N;
+    // Each written checkpoint is one more state write; the table is read once.
+    const double table = N * double(checkpoint_columns(s)) * (double(dtype_size(s.index_dtype)) + (s.checkpoint_at.empty() ? 0 : 4));
+    w.bytes += double(checkpoints_written(s)) * slot + table;
   } else {
     const double state = N * s.h_v * double(s.dk) * s.dv * 4.0;
     w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + (s.has_h0 ? state : 0.0) + state;
@@ -56,6 +65,7 @@ WorkModel work(const Shape& s) {
 std::vector<Tolerance> tolerances(const Shape& s) {
   if (!s.prefill_pool()) return {{"o", 5e-3}, {"ht", 5e-3}};
   const double pool = s.state_dtype == DType::bf16 ? 1e-2 : 5e-3;
+  if (s.has_checkpoints()) return {{"o", pool}, {"pool", pool}, {"checkpoints", pool}};
   return {{"o", pool}, {"pool", pool}};
 }
 
@@ -79,7 +89,7 @@ std::string validate(const Shape& s) {
     if (s.pool_slots() < int64_t(s.seqlens.size()))
       return fmt::format("pool must hold at least one slot per sequence ({} < {})", s.pool_slots(), s.seqlens.size());
   }
-  return "";
+  return validate_checkpoints(s);
 }
 
 }  // namespace
@@ -118,6 +128,10 @@ Args make_args(const Shape& s, const TensorSet& t, const int32_t* cu_host) {
     a.indices = t.ptr<const void>("indices");
     a.P = s.pool_slots();
     a.state_dtype = s.state_dtype, a.index_dtype = s.index_dtype;
+    a.checkpoint_indices = t.ptr<const void>("checkpoint_indices");
+    a.checkpoint_positions = t.ptr<const int32_t>("checkpoint_positions");
+    a.J = a.checkpoint_indices ? checkpoint_columns(s) : 0;
+    a.checkpoint_every = s.checkpoint_every;
     return a;
   }
   a.h0 = t.ptr<const float>("h0");

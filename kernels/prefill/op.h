@@ -8,6 +8,7 @@
 //   h0          [N, HV, S0, S1]  fp32, optional (Shape::has_h0); layout kv = [K, V], vk = [V, K]
 //   o  (out)    [T, HV, V]       same dtype as q
 //   ht (out)    [N, HV, S0, S1]  fp32
+// The pool form replaces h0 / ht with pool and indices, and may add the checkpoint tables below.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +41,14 @@ struct Args {
   const void* indices = nullptr;
   int64_t P = 0;
   DType state_dtype = DType::f32, index_dtype = DType::i64;
+  // Checkpoints (docs/method.md 2.4; pool form only): checkpoint j of sequence n, the state after
+  // its token p (p counted from the sequence's start), goes to slot checkpoint_indices[n * J + j]
+  // (index_dtype; -1: skip). p = (j + 1) * checkpoint_every, or checkpoint_positions[n * J + j]
+  // (int32, increasing, 0 past the sequence's list) when the positions are explicit. J = 0 and
+  // null tables: no checkpoints.
+  const void* checkpoint_indices = nullptr;
+  const int32_t* checkpoint_positions = nullptr;
+  int64_t J = 0, checkpoint_every = 0;
 };
 
 // Typed view of a problem's tensors. `cu_seqlens_host` is the host copy the runner keeps.

@@ -15,6 +15,7 @@ namespace {
 std::string supports(const Shape& s) {
   if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16)
     return fmt::format("inputs must be bf16 or f16 (got {})", to_string(s.input_dtype));
+  if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not implemented by this variant";
   return legacy::unsupported_reason(s.dk, s.dv, int64_t(s.seqlens.size()), s.h_v);
 }
 

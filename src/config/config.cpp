@@ -12,6 +12,7 @@
 
 #include "config/config_tree.h"
 #include "core/axes.h"
+#include "core/checkpoints.h"
 #include "core/errors.h"
 #include "core/fnv.h"
 #include "core/op.h"
@@ -260,6 +261,29 @@ Axis parse_pool(const Checker& c, const ConfigNode& n, const std::string& path) 
   return out;
 }
 
+// `checkpoints`: an int C (every C tokens, a multiple of 64; 0: none) or "at:P+P/P" (explicit
+// positions, one group per sequence, or one group for all; spread over the sequences by finish_point).
+Axis parse_checkpoints(const Checker& c, const ConfigNode& n, const std::string& path) {
+  Axis out;
+  for_each_value(c, n, path, [&](const ConfigNode& v, const std::string& p) {
+    if (v.is_scalar() && scalar_type(v) == ScalarType::integer) {
+      const int64_t every = c.integer(v, p, 0);
+      if (every % kCheckpointGranule != 0)
+        c.fail(v, p, fmt::format("checkpoints every C tokens needs C to be a multiple of {} (0: none)", kCheckpointGranule));
+      out.push_back({v.line, p, v.describe(), [every](Point& pt) { pt.shape.checkpoint_every = every; }});
+      return;
+    }
+    std::vector<std::vector<int64_t>> groups;
+    try {
+      groups = parse_checkpoint_at(v.is_scalar() ? v.text : std::string());
+    } catch (const std::invalid_argument& e) {
+      c.fail(v, p, fmt::format("expected an int C (every C tokens) or explicit positions \"at:P+P/P\": {}", e.what()));
+    }
+    out.push_back({v.line, p, v.describe(), [groups](Point& pt) { pt.shape.checkpoint_at = groups; }});
+  });
+  return out;
+}
+
 // A plan spec or a list of them: "default" (or "") is each variant's default plan; the rest are
 // normalised here (docs/plans.md) and checked against the matched variants by check_plans.
 Axis parse_plan_axis(const Checker& c, const ConfigNode& n, const std::string& path) {
@@ -342,6 +366,7 @@ AxisParser axis_parser(std::string_view key) {
       {"head_dim", int_axis(1, INT_MAX, +[](Point& p, int64_t v) { p.shape.dk = p.shape.dv = int(v); })},
       {"pool", parse_pool},
       {"seqlens", parse_seqlens_axis},
+      {"checkpoints", parse_checkpoints},
       {"tokens", int_axis(2, 64, +[](Point& p, int64_t v) { p.shape.tokens = int(v); })},
       {"batch", int_axis(1, INT64_MAX, +[](Point& p, int64_t v) { p.shape.batch = v; })},
       {"plan", parse_plan_axis},
@@ -474,6 +499,7 @@ void finish_point(const Checker& c, Point& pt, int line, const std::string& path
     const Shape plain;
     s.state_dtype = plain.state_dtype, s.indices = plain.indices, s.index_dtype = plain.index_dtype;
   }
+  s.checkpoint_at = spread_checkpoint_at(s.checkpoint_at, s.seqlens);  // one group serves every sequence
   int64_t rows = 0;
   if (s.op == OpKind::mtp && __builtin_mul_overflow(s.batch, int64_t(s.tokens), &rows))
     c.fail(line, path, "batch x tokens overflows int64", fmt::format("batch {}, tokens {}", s.batch, s.tokens));

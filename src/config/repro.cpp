@@ -7,6 +7,7 @@
 #include <map>
 
 #include "core/axes.h"
+#include "core/checkpoints.h"
 #include "core/op.h"
 
 namespace gdn {
@@ -45,6 +46,11 @@ const std::map<std::string_view, ValueOf>& value_writers() {
       {"head_dim", [](const Shape& s) { return std::to_string(s.dk); }},
       {"pool", [](const Shape& s) { return s.pool > 0 ? std::to_string(s.pool) : std::string(); }},
       {"seqlens", [](const Shape& s) { return seqlens_value(s.seqlens); }},
+      {"checkpoints",
+       [](const Shape& s) {
+         return s.checkpoint_every > 0 ? std::to_string(s.checkpoint_every)
+                                       : s.checkpoint_at.empty() ? std::string() : checkpoint_at_text(s.checkpoint_at);
+       }},
       {"tokens", [](const Shape& s) { return std::to_string(s.tokens); }},
       {"batch", [](const Shape& s) { return std::to_string(s.batch); }},
       {"plan", [](const Shape& s) { return s.plan; }},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/checkpoints.h"
 #include "core/errors.h"
 #include "core/fnv.h"
 #include "core/json_fields.h"
@@ -31,6 +32,22 @@ std::string seq_part(const Shape& s) {
     k += fmt::format("#{:08x}", uint32_t(h));
   }
   return k;
+}
+
+// Absent without checkpoints, so the keys of other points are unchanged; long explicit lists
+// print their count and a checksum.
+std::string checkpoint_part(const Shape& s) {
+  if (s.checkpoint_every > 0) return fmt::format(" ckpt={}", s.checkpoint_every);
+  if (s.checkpoint_at.empty()) return "";
+  const std::string text = checkpoint_at_text(s.checkpoint_at);
+  if (text.size() <= 48) return " ckpt=" + text;
+  uint64_t h = kFnvTruncatedBasis;
+  int64_t count = 0;
+  for (const auto& group : s.checkpoint_at) {
+    h = fnv1a_step(h, uint64_t(group.size()));
+    for (auto p : group) h = fnv1a_step(h, uint64_t(p)), ++count;
+  }
+  return fmt::format(" ckpt=at:{}pos#{:08x}", count, uint32_t(h));
 }
 
 // A prefill point without a pool (h0 / ht): the pool axes are not part of its key.
@@ -77,6 +94,11 @@ std::vector<AxisDef> make_axes() {
       {"pool", kBitAll, "int or \"Nx\"", {"pool"}, GDN_FIELD_IO(pool, "pool"), 8,
        [](const Shape& s) { return dense(s) ? std::string() : fmt::format(" pool={}", s.pool_slots()); }},
       {"seqlens", kBitPrefill, "sequence set", {"seqlens"}, GDN_FIELD_IO(seqlens, "seqlens"), 3, seq_part},
+      // Rank 11 sits after the pool's parts; it is shared only with mtp-only axes.
+      {"checkpoints", kBitPrefill, "int or \"at:P+P/P\"", {"checkpoint_every", "checkpoint_at"},
+       [](const Shape& s, json& j) { j["checkpoint_every"] = s.checkpoint_every, j["checkpoint_at"] = s.checkpoint_at; },
+       [](const json& j, Shape& s) { read(j, "checkpoint_every", s.checkpoint_every), read(j, "checkpoint_at", s.checkpoint_at); },
+       11, checkpoint_part},
       {"tokens", kBitMtp, "int", {"tokens"}, GDN_FIELD_IO(tokens, "tokens"), 2,
        [](const Shape& s) { return fmt::format(" T={}", s.tokens); }},
       {"batch", kBitSteps, "int", {"batch"}, GDN_FIELD_IO(batch, "batch"), 4,

@@ -44,6 +44,11 @@ struct Shape {
   // step's T tokens were accepted; a row with a > 0 starts from intermediate[b, a - 1] (the
   // previous step's cache, read before this step overwrites it) instead of its pool slot.
   bool rollback = false;
+  // prefill, pool form: state checkpoints inside each sequence (docs/method.md 2.4), after every
+  // checkpoint_every tokens (a multiple of 64; 0: none) or at each sequence's explicit positions.
+  int64_t checkpoint_every = 0;
+  std::vector<std::vector<int64_t>> checkpoint_at;
+  bool has_checkpoints() const { return checkpoint_every > 0 || !checkpoint_at.empty(); }
 
   // The plan axis (docs/plans.md): "" runs each variant's default plan; otherwise
   // "knob=value,..." over the knobs the variant declares (Variant::knobs), e.g. "schedule=fused".

@@ -35,6 +35,8 @@ enum class Fill {
   cu_seqlens,  // prefix sums of Shape::seqlens
   indices,     // pool slot per row from Shape::indices
   accepted,    // mtp rollback: accepted tokens of the previous step per row, uniform in 0..T
+  checkpoint_indices,    // prefill checkpoints: slot per (sequence, checkpoint), docs/method.md 2.4
+  checkpoint_positions,  // prefill explicit checkpoints: positions per (sequence, checkpoint)
 };
 
 struct TensorSpec {

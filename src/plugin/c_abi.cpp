@@ -133,6 +133,11 @@ Variant make_c_variant(const gdn_variant& e, const std::string& name, const Vari
       const std::string why = message_of(reason);
       return why.empty() ? "not supported by the plugin (it gave no reason)" : why;
     };
+  // The C ABI carries no checkpoint tables: such points are skipped with the reason, never run.
+  v.supports = [inner = v.supports](const Shape& s) -> std::string {
+    if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not part of the plugin ABI";
+    return inner ? inner(s) : "";
+  };
   const bool on_host = v.backend == Backend::cpu;
   v.launch = [launch = e.launch, name, on_host](const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
     const gdn_shape c = to_c_shape(s);

@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/checkpoints.h"
 #include "core/fnv.h"
 #include "core/half.h"
 
@@ -194,6 +195,25 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
       for (int64_t i = begin; i < end; ++i) store_int(spec.dtype, dst, i, idx[size_t(i)]);
       return;
     }
+    case Fill::checkpoint_indices:
+    case Fill::checkpoint_positions: {
+      const int64_t J = checkpoint_columns(s);
+      if (spec.numel() != int64_t(s.seqlens.size()) * J)
+        throw std::invalid_argument(spec.name + " has " + std::to_string(spec.numel()) + " elements, expected " +
+                                    std::to_string(int64_t(s.seqlens.size()) * J));
+      std::vector<int64_t> table;
+      if (spec.fill == Fill::checkpoint_indices) {
+        table = make_checkpoint_indices(s, seed);
+      } else {
+        table.assign(size_t(spec.numel()), 0);  // 0 past a sequence's list
+        for (int64_t n = 0; n < int64_t(s.seqlens.size()); ++n) {
+          const auto at = checkpoint_positions(s, n);
+          std::copy(at.begin(), at.end(), table.begin() + n * J);
+        }
+      }
+      for (int64_t i = begin; i < end; ++i) store_int(spec.dtype, dst, i, table[size_t(i)]);
+      return;
+    }
     default: break;
   }
   if (!is_float(spec.dtype))
@@ -208,7 +228,8 @@ void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed
   const int64_t n = spec.numel();
   // Integer tensors are small and computed as a whole (make_indices runs once).
   if (spec.fill == Fill::none || spec.fill == Fill::cu_seqlens || spec.fill == Fill::indices ||
-      spec.fill == Fill::accepted || n < (1 << 16)) {
+      spec.fill == Fill::accepted || spec.fill == Fill::checkpoint_indices || spec.fill == Fill::checkpoint_positions ||
+      n < (1 << 16)) {
     fill_input_range(s, spec, dst, seed, 0, n);
     return;
   }
@@ -263,6 +284,33 @@ std::vector<int64_t> make_indices(const Shape& s, uint64_t seed) {
       for (int64_t i = 0; i < B; ++i) out[size_t(i)] = P - 1 - i;
       for (int64_t i = B - 1; i > 0; --i) std::swap(out[size_t(i)], out[size_t(random_below(st, i, uint64_t(i + 1)))]);
       break;
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> make_checkpoint_indices(const Shape& s, uint64_t seed) {
+  const int64_t N = int64_t(s.seqlens.size()), J = checkpoint_columns(s), P = s.pool_slots();
+  std::vector<int64_t> out(size_t(N * J), -1);
+  if (J == 0) return out;
+  std::vector<char> taken(size_t(P), 0);
+  for (int64_t slot : make_indices(s, seed))
+    if (slot >= 0) taken[size_t(slot)] = 1;
+  std::vector<int64_t> free;
+  for (int64_t slot = 0; slot < P; ++slot)
+    if (!taken[size_t(slot)]) free.push_back(slot);
+  if (s.indices != IndexPattern::identity) {
+    const Stream st(seed, "#checkpoint_indices");
+    for (int64_t i = int64_t(free.size()) - 1; i > 0; --i)
+      std::swap(free[size_t(i)], free[size_t(random_below(st, i, uint64_t(i + 1)))]);
+  }
+  size_t next = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t count = int64_t(checkpoint_positions(s, n).size());
+    for (int64_t j = 0; j < count; ++j) {
+      if (next >= free.size())
+        throw std::invalid_argument("pool of " + std::to_string(P) + " slots has too few free slots for the checkpoints");
+      if (!checkpoint_skipped(s, n * J + j)) out[size_t(n * J + j)] = free[next++];
     }
   }
   return out;

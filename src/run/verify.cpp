@@ -6,7 +6,9 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "core/checkpoints.h"
 #include "core/slot.h"
 #include "core/errors.h"
 #include "run/inputs.h"
@@ -84,7 +86,7 @@ std::vector<int64_t> seqs_of(int64_t n, const ref::Selection& sel) {
 // bit-identical to the initial pool.
 TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int64_t row_count, const std::vector<int>& heads,
                        const std::vector<int64_t>& rows, bool selected_all_rows, bool writes_pool,
-                       const std::vector<double>& ref_state) {
+                       const std::vector<double>& ref_state, const std::unordered_set<int64_t>& checked_elsewhere = {}) {
   const Shape& s = p.shape();
   const int64_t HV = s.h_v, S = int64_t(s.dk) * s.dv;
   const auto& idx_t = p.inputs().at("indices");
@@ -98,6 +100,7 @@ TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int
   Acc ap;
   const int64_t P = s.pool_slots();
   for (int64_t slot = 0; slot < P; ++slot) {
+    if (checked_elsewhere.count(slot)) continue;
     auto it = row_of_slot.find(slot);
     const auto* now = static_cast<const uint8_t*>(pool.data) + std::size_t(slot) * slot_bytes;
     const auto* was = static_cast<const uint8_t*>(pool0.data) + std::size_t(slot) * slot_bytes;
@@ -119,6 +122,32 @@ TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int
       }
   }
   return ap.finish("pool", writes_pool ? tol_for(tols, "pool") : 0.0);
+}
+
+// Checkpoint slots (docs/method.md 2.4): each slot the table names holds the reference state
+// after its position. `slots` receives every named slot (check_pool leaves them to this check).
+std::optional<TensorCheck> check_checkpoints(const Problem& p, const std::vector<Tolerance>& tols,
+                                             const std::vector<int>& heads, const std::vector<int64_t>& seqs,
+                                             const std::vector<double>& ref_states, std::unordered_set<int64_t>& slots) {
+  const Shape& s = p.shape();
+  if (!p.inputs().has("checkpoint_indices")) return std::nullopt;
+  const auto& table = p.inputs().at("checkpoint_indices");
+  const auto& pool = p.results().at("pool");
+  const int64_t HV = s.h_v, S = int64_t(s.dk) * s.dv, J = checkpoint_columns(s);
+  auto slot_of = [&](int64_t n, int64_t j) { return slot_at(table.data, table.spec.dtype, n * J + j); };
+  for (int64_t n = 0; n < int64_t(s.seqlens.size()); ++n)
+    for (int64_t j = 0; j < J; ++j)
+      if (slot_of(n, j) >= 0) slots.insert(slot_of(n, j));
+  if (slots.empty()) return std::nullopt;  // every entry -1: nothing is written
+  Acc ac;
+  for (int64_t n : seqs)
+    for (int64_t j = 0; j < int64_t(checkpoint_positions(s, n).size()); ++j) {
+      if (slot_of(n, j) < 0) continue;
+      for (int h : heads)
+        for (int64_t e = 0; e < S; ++e)
+          ac.add(ref::load(pool, (slot_of(n, j) * HV + h) * S + e), ref_states[size_t(((n * J + j) * HV + h) * S + e)]);
+    }
+  return ac.finish("checkpoints", tol_for(tols, "checkpoints"));
 }
 
 std::vector<TensorCheck> check_prefill(const Problem& p, const std::vector<Tolerance>& tols, const ref::Selection& sel,
@@ -151,9 +180,15 @@ std::vector<TensorCheck> check_prefill(const Problem& p, const std::vector<Toler
       }
     }
   }
-  if (pooled)
-    return {ao.finish("o", tol_for(tols, "o")),
-            check_pool(p, tols, int64_t(s.seqlens.size()), heads, seqs, sel.seqs.empty(), true, ref.ht)};
+  if (pooled) {
+    std::unordered_set<int64_t> checkpoint_slots;
+    const auto checkpoints = check_checkpoints(p, tols, heads, seqs, ref.checkpoints, checkpoint_slots);
+    std::vector<TensorCheck> out{
+        ao.finish("o", tol_for(tols, "o")),
+        check_pool(p, tols, int64_t(s.seqlens.size()), heads, seqs, sel.seqs.empty(), true, ref.ht, checkpoint_slots)};
+    if (checkpoints) out.push_back(*checkpoints);
+    return out;
+  }
   return {ao.finish("o", tol_for(tols, "o")), ah.finish("ht", tol_for(tols, "ht"))};
 }
 

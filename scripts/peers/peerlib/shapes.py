@@ -11,7 +11,7 @@ DEFAULTS = {
     "l2norm": True, "gate": "log", "inputs": "standard", "scale": 0.0, "seqlens": [],
     "has_h0": True, "batch": 1, "tokens": 1, "state_dtype": "f32", "layout": "vk", "pool": 0,
     "indices": "identity", "index_dtype": "i64", "cache_intermediate": False, "update_state": True,
-    "rollback": False, "plan": "",
+    "rollback": False, "plan": "", "checkpoint_every": 0, "checkpoint_at": [],
 }
 
 DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
@@ -78,6 +78,25 @@ def _fmt_double(x):
     return text[:-2] if text.endswith(".0") else text
 
 
+def checkpoint_part(s):
+    """The checkpoints' part of a prefill key (src/core/axes.cpp checkpoint_part)."""
+    if s["checkpoint_every"] > 0:
+        return f" ckpt={s['checkpoint_every']}"
+    table = s["checkpoint_at"]
+    if not table:
+        return ""
+    text = "at:" + "/".join("+".join(str(p) for p in group) for group in table)
+    if len(text) <= 48:
+        return f" ckpt={text}"
+    h, count = 1469598103934665603, 0
+    for group in table:
+        h = ((h ^ len(group)) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+        for p in group:
+            h = ((h ^ (p & 0xFFFFFFFFFFFFFFFF)) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+            count += 1
+    return f" ckpt=at:{count}pos#{h & 0xFFFFFFFF:08x}"
+
+
 def shape_key(shape):
     s = normalize(shape)
     k = f"h{s['h_qk']}/{s['h_v']} d{s['dk']}x{s['dv']}"
@@ -94,6 +113,7 @@ def shape_key(shape):
             k += f" pool={s['pool']} idx={s['indices']}"
             if s["index_dtype"] != "i64":
                 k += f"/{s['index_dtype']}"
+        k += checkpoint_part(s)
     else:
         if op == "mtp":
             k += f" T={s['tokens']}"
