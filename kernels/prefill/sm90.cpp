@@ -59,8 +59,8 @@ Variant make_variant() {
       "schedules: two_pass prepares every chunk in a kernel of its own (A_g, P_g into a workspace), then scans the state "
       "through the chunks, splitting few heads over long sequences into segments scanned in parallel (context "
       "parallelism: each segment's exact start state from a K x K transition map, with a decay-driven warm-up); fused "
-      "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index; K = V = 128, bf16/f16 "
-      "inputs";
+      "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index, with checkpoints on "
+      "every schedule; K = V = 128, bf16/f16 inputs";
   v.supports = supports;
   v.launch = launch;
   v.plan = plan;

@@ -45,6 +45,15 @@ __device__ __forceinline__ StateRef pool_state(const Args& a, int64_t n, int h) 
   return StateRef{static_cast<uint8_t*>(a.pool) + elem * (bf16 ? 2 : 4), bf16, vk, a.K, a.V};
 }
 
+// Checkpoint j of sequence n (docs/method.md 2.4), value head h: its slot of the pool (null for -1).
+__device__ __forceinline__ StateRef checkpoint_state(const Args& a, int64_t n, int h, int64_t j) {
+  const bool vk = a.layout == Layout::vk, bf16 = a.state_dtype == DType::bf16;
+  const int64_t slot = slot_at(a.checkpoint_indices, a.index_dtype, n * a.J + j);
+  if (slot < 0) return StateRef{nullptr, false, vk, a.K, a.V};
+  const int64_t elem = (slot * a.HV + h) * int64_t(a.K) * a.V;
+  return StateRef{static_cast<uint8_t*>(a.pool) + elem * (bf16 ? 2 : 4), bf16, vk, a.K, a.V};
+}
+
 // Sequence n's initial state of value head h (null: zeros).
 __device__ __forceinline__ StateRef initial_state(const Args& a, int64_t n, int h) {
   const bool vk = a.layout == Layout::vk;

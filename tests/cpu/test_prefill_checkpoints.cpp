@@ -222,10 +222,19 @@ TEST(PrefillCheckpoints, ByteModelCountsEachWrittenCheckpointAsAStateWrite) {
   EXPECT_DOUBLE_EQ(op_def(OpKind::prefill).work(s).bytes - without, 6 * slot + 2 * 4 * 8.0);
 }
 
-TEST(PrefillCheckpoints, GpuVariantsSayWhyTheySkipCheckpoints) {
+TEST(PrefillCheckpoints, GpuVariantsTakeThemOrSayWhyNot) {
   Shape s = pooled({1024}, 256, 128, 128);
   s.h_qk = 16, s.h_v = 32;
-  for (const char* name : {"prefill/sm90", "prefill/cuda_recurrent", "prefill/sm75_legacy"})
+  // prefill/sm90 writes them on every schedule its plan may pick (tests/gpu/test_prefill_sm90_checkpoints.cpp).
+  if (const Variant* v = Registry::instance().find("prefill/sm90")) {
+    EXPECT_EQ(v->supports(s), "");
+    for (const char* plan : {"schedule=fused", "cp=2,block_v=128", "cp=off,block_v=32"}) {
+      Shape p = s;
+      p.plan = plan;
+      EXPECT_EQ(v->supports(p), "") << plan;
+    }
+  }
+  for (const char* name : {"prefill/cuda_recurrent", "prefill/sm75_legacy"})
     if (const Variant* v = Registry::instance().find(name)) {
       EXPECT_NE(v->supports(s).find("checkpoints"), std::string::npos) << name << ": " << v->supports(s);
       Shape plain = s;

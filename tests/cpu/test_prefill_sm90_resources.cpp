@@ -32,6 +32,22 @@ TEST(Sm90Resources, NoKernelSpillsOrSerializesItsWgmma) {
     EXPECT_TRUE(kernels.count(k)) << k << " is not in " << kReport;
 }
 
+// Checkpoints (docs/method.md 2.4) are kernels of their own (kCkpt), so the scan and the fused kernel
+// without them keep their code: both twins are built, and the checks above cover both.
+TEST(Sm90Resources, CheckpointKernelsAreTwinsOfThePlainOnes) {
+  int plain = 0, with = 0;
+  for (const auto& u : test::read_report(kReport)) {
+    const auto [name, args] = test::split_template(u.name);
+    if (name != "prefill_sm90_scan_kernel" && name != "prefill_sm90_fused_kernel") continue;
+    // scan<In, BV, kOut, kCkpt>, fused<In, kCkpt>: kCkpt is the last argument.
+    const bool checkpoints = args.size() == (name == "prefill_sm90_scan_kernel" ? 4u : 2u) &&
+                             args.back().find("true") != std::string::npos;
+    ++(checkpoints ? with : plain);
+  }
+  EXPECT_EQ(with, 8) << "scan at block_v 32, 64, 128 and fused, for bf16 and f16";
+  EXPECT_EQ(plain, 12);
+}
+
 TEST(Sm90Resources, ReportParserMarksSerializedWgmma) {
   const std::string path = ::testing::TempDir() + "/prefill_report.txt";
   std::ofstream(path) << "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized "

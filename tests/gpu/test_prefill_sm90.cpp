@@ -24,6 +24,7 @@
 #include "run/problem.h"
 #include "run/runner.h"
 #include "run/verify.h"
+#include "gpu/graph_replay.h"
 #include "gpu_suite.h"
 #include "test_support.h"
 
@@ -338,28 +339,12 @@ TEST_F(Sm90PrefillBits, CapturedInAGraphAndReplayed) {
     const Shape s = with_plan(prefill({0, 129, 1, 64}, 2, 8), plan);
     Problem p(s, *backend_, kSeed);
     const auto direct = run_once(*v, p, *backend_);
-    const LaunchContext ctx = backend_->launch_context();
-    const auto stream = static_cast<cudaStream_t>(ctx.stream);
-    ASSERT_NE(stream, nullptr) << "capture needs a non-default stream";
-    p.reset_device();
-    cudaGraph_t graph = nullptr;
-    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-    v->launch(s, p.device(), ctx);
-    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-    cudaGraphExec_t exec = nullptr;
-    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-    for (int replay = 0; replay < 2; ++replay) {
-      p.reset_device();
-      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      p.download();
+    test::replay_in_graph(*v, s, p, *backend_, 2, [&](int replay) {
       EXPECT_TRUE(bytes_of(p.results().at("o")) == direct.first) << "o, replay " << replay;
       EXPECT_TRUE(bytes_of(p.results().at("ht")) == direct.second) << "ht, replay " << replay;
-    }
+    });
     const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
     EXPECT_TRUE(r.pass) << test::describe(r);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
   }
 }
 

@@ -30,6 +30,7 @@
 #include "common/ptx/opaque.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
+#include "prefill/sm90/checkpoints.cuh"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
@@ -75,8 +76,9 @@ __device__ __forceinline__ void producer_norms(int tid, uint8_t* smem, int stage
   }
 }
 
-// pingpong: the two state warpgroups issue their products in turn (state_warpgroup.cuh).
-template <class In>
+// pingpong: the two state warpgroups issue their products in turn (state_warpgroup.cuh). kCkpt:
+// the state warpgroups also store the state after each checkpoint's chunk (checkpoints.cuh).
+template <class In, bool kCkpt = false>
 __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(const prefill::Args a, int v_blocks, bool pingpong) {
   constexpr int BV = kFusedBlockV;
   constexpr int kStateWarps = BV / kColsPerWarp, NS = kStateWarps * 32, NP = kPrepWarps * 32;
@@ -102,11 +104,14 @@ __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(co
     st.lc = warp * kColsPerWarp;
     st.begin_turns(pingpong ? warp / 4 : -1);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
+    [[maybe_unused]] CheckpointCursor checkpoints;
+    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, 0);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
+      if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, j, w.len), w.vcol0);
     }
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);

@@ -1,6 +1,7 @@
 // The one translation unit of the prefill/sm90 kernels (built for sm_90a only): every
 // instantiation of the two-pass schedule (preparation, transition pass, fixup, scan) and the fused
-// one that a plan can reach, launched per plan.
+// one that a plan can reach, launched per plan; the scan and the fused kernel once more with
+// checkpoints (docs/method.md 2.4).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -43,11 +44,14 @@ void launch_after(bool pdl, void (*kernel)(Params...), int64_t ctas, int threads
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
-// The scan (kOut) or the transition pass at block_v BV.
+// The scan (kOut) or the transition pass at block_v BV; the scan with checkpoints (kCkpt) is a
+// kernel of its own, so the one without keeps its code.
 template <class In, int BV, bool kOut>
 void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong, bool pdl,
                  cudaStream_t stream) {
-  const auto scan = prefill_sm90_scan_kernel<In, BV, kOut>;
+  auto scan = prefill_sm90_scan_kernel<In, BV, kOut>;
+  if constexpr (kOut)
+    if (a.J > 0) scan = prefill_sm90_scan_kernel<In, BV, kOut, true>;
   const int smem = SmemLayout(BV, kScanKernel).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
@@ -102,7 +106,7 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
 
 // The fused schedule: one kernel, one CTA per (value head, sequence); no workspace.
 template <class In> void launch_fused(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  const auto kernel = prefill_sm90_fused_kernel<In>;
+  const auto kernel = a.J > 0 ? prefill_sm90_fused_kernel<In, true> : prefill_sm90_fused_kernel<In>;
   const int smem = SmemLayout(kFusedBlockV, kFusedKernel).bytes;
   set_smem(kernel, smem);
   const int v_blocks = kHeadDim / kFusedBlockV;

@@ -77,8 +77,6 @@ std::string unsupported_reason(const Shape& s) {
   if (s.dk != kHeadDim || s.dv != kHeadDim)
     return fmt::format("head sizes K = V = 128 only so far (got K = {}, V = {}; 64 and 256 are next)", s.dk, s.dv);
   if (s.seqlens.empty()) return "no sequences";
-  // No schedule stores a chunk-boundary state to a slot yet: refuse rather than skip them silently.
-  if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not implemented by any schedule yet";
   // The grid is one-dimensional: V-blocks x value heads x sequences at the smallest block_v.
   const int64_t most_ctas = int64_t(kHeadDim / 32) * s.h_v * int64_t(s.seqlens.size());
   if (most_ctas > (int64_t(1) << 31) - 1) return fmt::format("too many (sequence, head) pairs for one grid ({})", most_ctas);

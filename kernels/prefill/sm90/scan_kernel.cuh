@@ -23,6 +23,7 @@
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
+#include "prefill/sm90/checkpoints.cuh"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
@@ -104,11 +105,13 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 
 // The state warps are warpgroups on wgmma (state_warpgroup.cuh) at block_v 64 and 128, else each
 // warp runs mma.sync (state_warp.cuh). pingpong: block_v 128's two state warpgroups issue their
-// products in turn (state_warpgroup.cuh).
-template <class In, int BV, bool kOut>
+// products in turn (state_warpgroup.cuh). kCkpt: the state warps also store the state after each
+// checkpoint's chunk (checkpoints.cuh).
+template <class In, int BV, bool kOut, bool kCkpt = false>
 __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     prefill_sm90_scan_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong) {
   static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
+  static_assert(kOut || !kCkpt, "the transition pass saves no checkpoints");
   constexpr bool kWg = BV >= 64;
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -163,11 +166,14 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
+    [[maybe_unused]] CheckpointCursor checkpoints;
+    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
+      if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
     }
     if constexpr (kTurns) st.end_turns();
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
