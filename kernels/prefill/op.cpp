@@ -49,7 +49,8 @@ WorkModel work(const Shape& s) {
     const double slot = double(s.h_v) * s.dk * s.dv * double(dtype_size(s.state_dtype));
     w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + 2.0 * active * slot + 8.0 * N;
     // Each written checkpoint is one more state write; the table is read once.
-    const double table = N * double(checkpoint_columns(s)) * (double(dtype_size(s.index_dtype)) + (s.checkpoint_at.empty() ? 0 : 4));
+    const double entry = double(dtype_size(s.index_dtype)) + (s.checkpoint_at.empty() ? 0.0 : 4.0);  // + a position
+    const double table = N * double(checkpoint_columns(s)) * entry;
     w.bytes += double(checkpoints_written(s)) * slot + table;
   } else {
     const double state = N * s.h_v * double(s.dk) * s.dv * 4.0;

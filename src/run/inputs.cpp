@@ -299,7 +299,9 @@ std::vector<int64_t> make_checkpoint_indices(const Shape& s, uint64_t seed) {
   std::vector<int64_t> free;
   for (int64_t slot = 0; slot < P; ++slot)
     if (!taken[size_t(slot)]) free.push_back(slot);
-  if (s.indices != IndexPattern::identity) {
+  if (s.indices == IndexPattern::high) {
+    std::reverse(free.begin(), free.end());  // the top free slots: large offsets
+  } else if (s.indices != IndexPattern::identity) {
     const Stream st(seed, "#checkpoint_indices");
     for (int64_t i = int64_t(free.size()) - 1; i > 0; --i)
       std::swap(free[size_t(i)], free[size_t(random_below(st, i, uint64_t(i + 1)))]);

@@ -18,8 +18,9 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
 // The pool slot of every decode/mtp row (-1 = padding), per Shape::indices.
 std::vector<int64_t> make_indices(const Shape& s, uint64_t seed);
 // The checkpoint_indices table [N, J] (docs/method.md 2.4): every checkpoint gets its own slot
-// among those indices[] leaves free (ascending for the identity pattern, a seeded shuffle
-// otherwise); -1 past a sequence's checkpoints and where checkpoint_skipped says so.
+// among those indices[] leaves free (ascending for the identity pattern, descending from the top
+// for `high`, a seeded shuffle otherwise); -1 past a sequence's checkpoints and where
+// checkpoint_skipped says so.
 std::vector<int64_t> make_checkpoint_indices(const Shape& s, uint64_t seed);
 // Writes the NaN poison pattern over every element of a float tensor.
 void poison(const TensorSpec& spec, void* dst);

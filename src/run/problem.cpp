@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/checkpoints.h"
 #include "core/errors.h"
 #include "core/op.h"
 #include "run/inputs.h"
@@ -63,6 +64,9 @@ uint64_t Problem::footprint(const Shape& s, Backend where) {
     reference += uint64_t(spec.numel()) * sizeof(double);
   }
   if (where == Backend::cuda) return tensors;
+  // The reference also keeps every checkpoint's state (docs/method.md 2.4) in double.
+  const uint64_t states = uint64_t(s.seqlens.size()) * uint64_t(checkpoint_columns(s)) * uint64_t(s.h_v);
+  reference += states * uint64_t(s.dk) * uint64_t(s.dv) * sizeof(double);
   // On the host everything lives in one memory: the generated inputs, the backend's own copy,
   // the outputs copied back, and while verifying the fp64 reference's full-size outputs (a
   // float state pool's reference is twice its size). Counting the tensors once, as a device

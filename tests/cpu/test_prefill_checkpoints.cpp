@@ -211,6 +211,8 @@ TEST(PrefillCheckpoints, TablesNameDistinctFreeSlotsAndSkipWhereAsked) {
       }
     EXPECT_EQ(named, checkpoints_written(s));
     EXPECT_EQ(skipped > 0, pattern == IndexPattern::padded);
+    // `high` fills the pool from the top: every slot above the lowest one named is named.
+    if (pattern == IndexPattern::high) EXPECT_EQ(*seen.begin(), s.pool_slots() - int64_t(seen.size()));
   }
 }
 

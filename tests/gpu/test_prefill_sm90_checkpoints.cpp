@@ -1,10 +1,11 @@
 // prefill/sm90 with checkpoints (docs/method.md 2.4) on a Hopper GPU: every schedule and scan form
 // a plan reaches (two_pass at each block_v, context-parallel splits, fused) verified against the
 // fp64 reference with every written checkpoint compared and every other slot bit-identical; every
-// 64, every 1024 and explicit lists, -1 entries, f32 and bf16 pools, both layouts. Then: o and the
-// final states bit-identical with and without checkpoints (the checkpoint kernels only add
-// stores), 1000 launches bit-identical, a CUDA-graph capture replayed, and a prompt split at a
-// checkpoint continuing to the unsplit prompt. Skips without a Hopper GPU.
+// 64, every 256 and 1024 and explicit lists, -1 entries, f32 and bf16 pools, both layouts, stress
+// inputs, slots past 2^31 elements. Then: o and the final states bit-identical with and without
+// checkpoints (the checkpoint kernels only add stores), 1000 launches bit-identical, a CUDA-graph
+// capture replayed, and a prompt split at a checkpoint continuing to the unsplit prompt. Skips
+// without a Hopper GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -24,7 +25,7 @@
 namespace gdn {
 namespace {
 
-constexpr uint64_t kSeed = 20261127;
+constexpr uint64_t kSeed = 4501;
 
 // Every plan form the checkpoint kernels come in.
 const char* const kPlans[] = {"",         "cp=off,block_v=32", "cp=off,block_v=64", "cp=off,block_v=128",
@@ -51,6 +52,17 @@ std::vector<Shape> shapes() {
                    {{64, 128, 192, 640}, {}, {128}, {64}, {64, 256}}),
       // Every 1024, the final position included (1024 and 2048 of 2100's 2048 and 1024's end).
       checkpointed({2100, 1024, 5}, 1, 2, Layout::vk, IndexPattern::high, DType::f32, 1024),
+      // Stress inputs over many chunks: no decay keeps every error; strong decay underflows.
+      [] {
+        Shape s = checkpointed({2000, 70}, 1, 2, Layout::kv, IndexPattern::random, DType::f32, 256);
+        s.inputs = InputDist::no_decay;
+        return s;
+      }(),
+      [] {
+        Shape s = checkpointed({700, 33}, 1, 2, Layout::vk, IndexPattern::padded, DType::bf16, 128);
+        s.inputs = InputDist::strong_decay, s.gate = GateForm::raw;
+        return s;
+      }(),
   };
 }
 
@@ -163,6 +175,23 @@ TEST_F(Sm90Checkpoints, CapturedInAGraphAndReplayed) {
       EXPECT_TRUE(bytes_of(p.results().at("pool")) == direct) << "pool, replay " << replay;
     });
     const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+    EXPECT_TRUE(r.pass) << test::describe(r);
+  }
+}
+
+// Checkpoint slots past 2^31 elements: 4200 bf16 slots of 32 heads x 128 x 128 are 2.2e9 elements,
+// and the `high` pattern puts the sequences and their checkpoints in the top slots, so a 32-bit
+// slot offset lands elsewhere (and the untouched check sees it).
+TEST_F(Sm90Checkpoints, SlotsPast2To31Elements) {
+  const Variant* v = variant();
+  ASSERT_NE(v, nullptr);
+  if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
+  for (const char* plan : {"cp=off", "schedule=fused"}) {
+    Shape s = checkpointed({300, 130}, 16, 32, Layout::vk, IndexPattern::high, DType::bf16, 64);
+    s.pool = 4200, s.plan = plan;
+    ASSERT_GT(s.pool * s.h_v * s.dk * s.dv, int64_t(1) << 31);
+    SCOPED_TRACE(s.key() + " plan '" + plan + "'");
+    const Verification r = verify_variant(*v, s, *backend_, kSeed, 2);
     EXPECT_TRUE(r.pass) << test::describe(r);
   }
 }

@@ -33,7 +33,8 @@ struct CheckpointCursor {
     int64_t j = -1;
     if (p <= len) {
       if (a.checkpoint_positions == nullptr) {
-        if (a.checkpoint_every > 0 && p % a.checkpoint_every == 0 && p / a.checkpoint_every <= a.J) j = p / a.checkpoint_every - 1;
+        const int64_t C = a.checkpoint_every;
+        if (C > 0 && p % C == 0 && p / C <= a.J) j = p / C - 1;
       } else if (next < a.J && a.checkpoint_positions[n * a.J + next] == p) {
         j = next++;
       }
