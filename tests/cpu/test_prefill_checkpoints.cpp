@@ -27,6 +27,7 @@
 #include "run/problem.h"
 #include "run/runner.h"
 #include "run/verify.h"
+#include "test_support.h"
 
 namespace gdn {
 namespace {
@@ -332,6 +333,22 @@ TEST(PrefillCheckpoints, AWriteToAnUnnamedSlotFailsVerification) {
   const Verification v = check_outputs(p, tols, {}, 1);
   EXPECT_FALSE(v.pass);
   EXPECT_EQ(check_of(v, "pool")->untouched_diff, 1);
+}
+
+// The command line: a wrong checkpoint is exit 2 (verification failed), a bad C exit 3 naming the
+// flag and the value, as is a position off the 64 grid.
+TEST(PrefillCheckpoints, CommandLineExitCodes) {
+  const std::string bin = GDN_BINARY, flags = " --op prefill -a seqlens=300+200 -a pool=12 -a heads=1/2 -a head_dim=32";
+  auto r = test::run_shell(bin + " verify" + flags + " -a checkpoints=64 --variant prefill/cpu 2>&1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  r = test::run_shell(bin + " verify" + flags + " -a checkpoints=64 --variant prefill/cpu_late_checkpoint 2>&1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  r = test::run_shell(bin + " verify" + flags + " -a checkpoints=100 --variant prefill/cpu 2>&1");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_TRUE(test::contains(r.out, "-a checkpoints=100")) << r.out;
+  EXPECT_TRUE(test::contains(r.out, "multiple of 64")) << r.out;
+  r = test::run_shell(bin + " verify" + flags + " -a checkpoints=at:64+32 --variant prefill/cpu 2>&1");
+  EXPECT_EQ(r.code, 3) << r.out;
 }
 
 // ---- the reverse: continuing from a checkpoint slot ----------------------------------------
