@@ -19,6 +19,7 @@
 #include "plugin/plugin_loader.h"
 #include "report/report.h"
 #include "run/backend.h"
+#include "run/plan_json.h"
 
 namespace gdn::cli {
 namespace {
@@ -134,22 +135,14 @@ int list_variants(bool show_test_only) {
 
 int plan(const std::string& path, const std::string& json_out) {
   auto cfg = load_config(path);
-  nlohmann::json j;
-  j["config"] = {{"path", cfg.path}, {"hash", cfg.hash}};
-  j["axes"] = axes_to_json();  // the shape fields and per-op defaults peer harnesses read
-  j["points"] = nlohmann::json::array();
-  for (auto& c : cfg.cases)
-    for (std::size_t i = 0; i < c.shapes.size(); ++i) {
-      auto vs = Registry::instance().match(c.op, c.variant_glob);
-      std::vector<std::string> names;
-      for (auto* v : vs) names.push_back(v->name);
-      j["points"].push_back({{"case", c.name}, {"op", std::string(to_string(c.op))}, {"variant_glob", c.variant_glob},
-                             {"variants", names}, {"seed", c.seed + i}, {"shape_key", c.shapes[i].key()},
-                             {"shape", to_json(c.shapes[i])}});
-      if (json_out.empty()) fmt::print("{:<22} {:<8} {}\n", c.name, to_string(c.op), c.shapes[i].key());
-    }
-  if (!json_out.empty()) write_file_atomic(json_out, j.dump(2) + "\n");
-  else fmt::print("{} points\n", cfg.total_points());
+  const nlohmann::json j = plan_json(cfg, PlanJsonOptions{});
+  if (!json_out.empty()) {
+    write_file_atomic(json_out, j.dump(2) + "\n");
+    return 0;
+  }
+  for (const auto& p : j["points"])
+    fmt::print("{:<22} {:<8} {}\n", p["case"].get<std::string>(), p["op"].get<std::string>(), p["shape_key"].get<std::string>());
+  fmt::print("{} points\n", cfg.total_points());
   return 0;
 }
 

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/option_checks.h"
 #include "cli/output_paths.h"
+#include "cli/peer_runs.h"
 #include "cli/plugin_option.h"
 #include "config/adhoc_axes.h"
 #include "config/config.h"
@@ -22,6 +23,7 @@
 #include "report/report_lock.h"
 #include "run/devices.h"
 #include "run/interrupt.h"
+#include "run/plan_json.h"
 #include "run/runner.h"
 
 namespace gdn::cli {
@@ -43,6 +45,7 @@ struct RunArgs {
   bool no_verify = false, breakdown = false, quiet = false, isolate = false;
   int64_t only_point = -1;
   int64_t seed = -1;
+  PeerRunArgs peer_run;  // --peers, --kernel, --peers-dir, --python (cli/peer_runs.h)
 };
 
 void add_common(CLI::App* cmd, RunArgs& a) {
@@ -83,7 +86,8 @@ void add_common(CLI::App* cmd, RunArgs& a) {
 std::vector<std::string> child_command(const std::vector<std::string>& argv) {
   static const std::vector<std::string> with_value{"--json",   "--csv",  "--gbench",        "--bigger-is-better",
                                                    "--resume", "--peer", "--peer-markdown", "--shard",
-                                                   "--devices", "--device"};
+                                                   "--devices", "--device", "--peers", "--kernel",
+                                                   "--peers-dir", "--python"};
   std::vector<std::string> out;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
@@ -137,6 +141,10 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   const std::string path = adhoc ? "" : config_path(a, child);
   if (a.json.empty() && !child)
     fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
+  // The harnesses --peers and --kernel name: an unknown peer is refused before anything runs.
+  const auto harnesses = child ? std::vector<PeerHarness>{} : resolve_harnesses(a.peer_run);
+  if (!a.peer_markdown.empty() && a.peers.empty() && harnesses.empty())
+    throw input_error("--peer-markdown needs --peer or --peers");
   auto cfg = adhoc ? adhoc_config(a.op, a.axes, a.variant) : a.axes.empty() ? load_config(path)
                                                                              : config_with_axes(path, a.axes);
   // Before any work: no output destroys an input, every output can be written, every peer report
@@ -152,7 +160,11 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   std::vector<CaseRecord> peer_cases;
   for (const auto& p : a.peers)
     for (auto& c : load_report(p).cases) peer_cases.push_back(std::move(c));
-  if (auto why = check_baseline(a.baseline, peer_cases); !why.empty()) throw input_error(why);
+  // A harness's variant is known once it ran: a --baseline under a harness's name waits for it.
+  const bool harness_baseline = std::any_of(harnesses.begin(), harnesses.end(), [&](const PeerHarness& h) {
+    return a.baseline.rfind(h.fallback_variant.substr(0, h.fallback_variant.rfind('/') + 1), 0) == 0;
+  });
+  if (auto why = check_baseline(a.baseline, peer_cases); !why.empty() && !harness_baseline) throw input_error(why);
   std::optional<ReportLock> lock;
   if (!a.json.empty()) lock.emplace(a.json);
   RunOptions opt;
@@ -204,15 +216,34 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   check_device_list(opt.devices, report.devices);
 
   const int rc = run_sweep(cfg, opt, report);
+  if (!harnesses.empty() && !g_interrupted) {
+    // The peers on the same points (this shard's, this --op's), seeds, mode and stopping rule.
+    PlanJsonOptions plan_opt;
+    plan_opt.op = opt.op;
+    plan_opt.seed = opt.seed;
+    plan_opt.shard = opt.shard;
+    plan_opt.mode = a.mode;
+    plan_opt.rule = opt.rule;
+    auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, a.device, opt.verify);
+    for (auto& r : records) report.cases.push_back(std::move(r));
+    if (g_interrupted) report.complete = false, report.finished_at.clear();
+    if (!a.json.empty()) write_report(a.json, report);
+  }
+  // The harnesses' records stand beside ours as peers; the tables of ours show ours alone.
+  std::vector<CaseRecord> ours;
+  for (const auto& r : report.cases) {
+    if (r.origin.kind == "harness") peer_cases.push_back(r);
+    else ours.push_back(r);
+  }
 
   const std::size_t width = std::size_t(terminal_columns(STDOUT_FILENO));
-  if (!a.quiet) fmt::print("{}", format_tables(report.cases, a.breakdown, width));
-  if (!a.peers.empty()) {
-    fmt::print("{}", format_peer_table(report.cases, peer_cases, width));
-    if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(report.cases, peer_cases));
+  if (!a.quiet) fmt::print("{}", format_tables(ours, a.breakdown, width));
+  if (!a.peers.empty() || !harnesses.empty()) {
+    fmt::print("{}", format_peer_table(ours, peer_cases, width));
+    if (!a.peer_markdown.empty()) write_text(a.peer_markdown, format_peer_markdown(ours, peer_cases));
   }
   if (!a.baseline.empty()) {
-    std::vector<CaseRecord> all = report.cases;
+    std::vector<CaseRecord> all = ours;
     all.insert(all.end(), peer_cases.begin(), peer_cases.end());
     const std::string table = format_baseline_table(a.baseline, all, width);
     fmt::print("{}", table.empty() ? fmt::format("\n(--baseline {}: no verified, timed record of it)\n", a.baseline) : table);
@@ -275,8 +306,8 @@ void add_run(CLI::App& app, Action& action, const std::vector<std::string>& argv
   cmd->add_option("--baseline", a.baseline,
                   "Also show this variant against every other at each point (this run's and --peer reports'): "
                   "its time / the fastest other's");
-  cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer)")
-      ->needs("--peer");
+  cmd->add_option("--peer-markdown", a.peer_markdown, "Also write the peer tables as markdown here (needs --peer or --peers)");
+  add_peer_run_options(cmd, a.peer_run);
   check_run_flags(cmd);
   cmd->callback([&action, argv] { action = [argv] { return execute(a, true, argv); }; });
 }

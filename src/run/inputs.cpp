@@ -41,13 +41,15 @@
 #include "core/checkpoints.h"
 #include "core/fnv.h"
 #include "core/half.h"
+#include "run/input_distribution.h"
 
 namespace gdn {
 namespace {
 
 constexpr double kTwoPi = 6.283185307179586476925;
+using namespace input_numbers;
 // positive_keys draws are scaled by 1 - 2^-8 so rounding to bf16 (or f16) never reaches 1.
-constexpr double kBelowOne = 1.0 - 0x1.0p-8;
+constexpr double kBelowOne = kPositiveKeysScale;
 
 uint64_t mix64(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -81,13 +83,10 @@ double softplus(double x) { return x > 20.0 ? x : std::log1p(std::exp(x)); }
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 double logsigmoid(double x) { return x >= 0 ? -std::log1p(std::exp(-x)) : x - std::log1p(std::exp(x)); }
 
-// First value head of the no-decay quarter: ceil(0.75 HV).
-int first_still_head(int hv) { return (3 * hv + 3) / 4; }
-
 // A_h ~ U[0,16] of the strong_decay distribution; head 0 never decays.
 double strong_decay_rate(uint64_t seed, int head) {
   if (head == 0) return 0.0;
-  return 16.0 * Stream(seed, "#strong_decay_rate").uniform(head);
+  return kStrongDecayRateMax * Stream(seed, "#strong_decay_rate").uniform(head);
 }
 
 // Rounds to the tensor dtype through fp32 (what a device-side cast from fp32 would give).
@@ -114,18 +113,18 @@ double float_value(const Shape& s, const TensorSpec& spec, const Stream& st, uin
     case Fill::log_gate:
       switch (s.inputs) {
         case InputDist::no_decay: return 0.0;
-        case InputDist::strong_decay: return -strong_decay_rate(seed, head) * softplus(0.5 * st.normal(i) + 1.0);
-        default: return head >= first_still_head(hv) ? 0.0 : logsigmoid(st.normal(i)) / 16.0;
+        case InputDist::strong_decay: return -strong_decay_rate(seed, head) * softplus(kStrongSoftplusScale * st.normal(i) + kStrongSoftplusShift);
+        default: return head >= first_still_head(hv) ? 0.0 : logsigmoid(st.normal(i)) / kLogGateDivisor;
       }
     case Fill::beta: return s.inputs == InputDist::beta_one ? 1.0 : sigmoid(st.normal(i));
     case Fill::a_log:
       switch (s.inputs) {
         case InputDist::no_decay: return -INFINITY;
         case InputDist::strong_decay: return std::log(strong_decay_rate(seed, int(i)));  // log 0 = -inf
-        default: return int(i) >= first_still_head(hv) ? -INFINITY : std::log(1.0 / 16.0 + (15.0 / 16.0) * st.uniform(i));
+        default: return int(i) >= first_still_head(hv) ? -INFINITY : std::log(kALogLow + (1.0 - kALogLow) * st.uniform(i));
       }
-    case Fill::dt_bias: return 0.5 * st.normal(i) - 2.0;
-    case Fill::raw_b: return s.inputs == InputDist::beta_one ? 100.0 : st.normal(i);
+    case Fill::dt_bias: return kDtBiasScale * st.normal(i) + kDtBiasShift;
+    case Fill::raw_b: return s.inputs == InputDist::beta_one ? kBetaOneRawB : st.normal(i);
     default: break;
   }
   throw std::logic_error("fill kind of tensor '" + spec.name + "' is not a float distribution");
@@ -158,7 +157,7 @@ void fill_normalised_rows(const Shape& s, const TensorSpec& spec, void* dst, con
       draws[size_t(j)] = float_value(s, spec, st, seed, row * K + j);
       sum += draws[size_t(j)] * draws[size_t(j)];
     }
-    const double scale = sum > 0 ? (0.5 + 0.5 * norms.uniform(row)) / std::sqrt(sum) : 0.0;
+    const double scale = sum > 0 ? (kRowNormLow + (1.0 - kRowNormLow) * norms.uniform(row)) / std::sqrt(sum) : 0.0;
     for (int64_t j = std::max(begin, row * K); j < std::min(end, (row + 1) * K); ++j)
       store_float(spec.dtype, dst, j, scale * draws[size_t(j - row * K)]);
   }
@@ -277,7 +276,7 @@ std::vector<int64_t> make_indices(const Shape& s, uint64_t seed) {
         out[size_t(i)] = vj;
       }
       if (s.indices == IndexPattern::padded)
-        for (int64_t i = 7; i < B; i += 8) out[size_t(i)] = -1;
+        for (int64_t i = kPaddingEvery - 1; i < B; i += kPaddingEvery) out[size_t(i)] = -1;
       break;
     }
     case IndexPattern::high: {

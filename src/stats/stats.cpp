@@ -1,4 +1,5 @@
 #include "stats/stats.h"
+#include "stats/noise_estimator.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,8 @@ constexpr double kMedianSeFactor = 1.2533;
 constexpr double kIqrPerSigma = 1.349;
 
 }  // namespace
+
+NoiseEstimator noise_estimator() { return {kMinSamplesForNoise, kMedianSeFactor, kIqrPerSigma}; }
 
 double geomean(const std::vector<double>& v) {
   if (v.empty()) return std::numeric_limits<double>::quiet_NaN();

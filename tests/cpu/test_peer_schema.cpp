@@ -1,7 +1,8 @@
 // The peer harnesses (scripts/peers/{fla,flashinfer,flashqla}_peer.py) against gdnbench: their
 // pure-Python self-test passes, the argument-mapping tests against fake peer modules pass
-// (tests/peers/test_peer_mapping.py), and the schema-test report each writes loads with
-// load_report, with the Python key, work model and statistics equal to the C++ ones. No GPU,
+// (tests/peers/test_peer_mapping.py), and the schema-test report each writes from a plan of
+// tests/peers/schema-points.yaml loads with load_report, with the Python key, the plan's work
+// model and the Python statistics (the plan's noise estimator) equal to the C++ ones. No GPU,
 // torch or peer package needed (python3 only).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -103,7 +104,14 @@ class SampleReport : public ::testing::TestWithParam<Harness> {
   void SetUp() override {
     if (!have_python()) GTEST_SKIP() << "python3 (>= 3.8) not found";
     const auto path = temp_file(GetParam().tool + "_peer_sample.json");
-    const int rc = run_shell("python3 '" + kPeers + GetParam().script + "' --write-sample-report '" + path + "'");
+    // The sample report's points, work model and noise estimator are the plan's (gdnbench's).
+    const auto plan = temp_file(GetParam().tool + "_peer_sample.plan.json");
+    ASSERT_EQ(run_shell(std::string(GDN_BINARY) + " plan --config '" + GDN_SOURCE_DIR + "/tests/peers/schema-points.yaml' --json '" +
+                        plan + "'"),
+              0);
+    const int rc = run_shell("python3 '" + kPeers + GetParam().script + "' --write-sample-report '" + path + "' --plan '" +
+                             plan + "'");
+    fs::remove(plan);
     ASSERT_EQ(rc, 0) << GetParam().script << " --write-sample-report failed";
     raw_ = nlohmann::json::parse(read_text(path));
     report_ = load_report(path);

@@ -16,8 +16,9 @@ def parse_args(peer, argv, doc):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--plan", help="points from `gdnbench plan --config X --json plan.json`")
     p.add_argument("--out", help="report to write (rewritten atomically after every point)")
-    p.add_argument("--mode", default="cold", choices=["cold", "hot", "graph"],
-                   help="cold: L2 flushed before every sample; hot: no flush; graph: CUDA-graph replay, flushed")
+    p.add_argument("--mode", choices=["cold", "hot", "graph"],
+                   help="the plan's mode unless given; cold: L2 flushed before every sample; hot: no flush; "
+                        "graph: CUDA-graph replay, flushed")
     p.add_argument("--ops", default="decode,mtp,prefill", help="comma-separated ops to run (default all)")
     known = sorted({v for vs in peer.variants.values() for v in vs})
     p.add_argument("--variants", default="", help=f"comma-separated variants (default all: {', '.join(known)})")
@@ -30,11 +31,13 @@ def parse_args(peer, argv, doc):
     p.add_argument("--device", type=int, default=0, help="CUDA device index")
     p.add_argument("--timer", default="auto", choices=["auto", "cupti", "events"],
                    help="auto: CUPTI through torch.profiler, CUDA events on a graph replay if that fails")
-    p.add_argument("--min-samples", type=int, default=10)
-    p.add_argument("--max-noise", type=float, default=0.005, help="target relative noise of the median")
-    p.add_argument("--min-time", type=float, default=0.05, help="minimum accumulated measured seconds")
-    p.add_argument("--timeout", type=float, default=10.0, help="sampling seconds per point and variant")
-    p.add_argument("--warmup", type=int, default=3, help="untimed calls first (the first one compiles)")
+    # The stopping rule is the plan's (gdnbench's, or the run's under `gdnbench run --peers`);
+    # these flags override one part of it.
+    p.add_argument("--min-samples", type=int, help="the plan's stopping_rule.min_samples unless given")
+    p.add_argument("--max-noise", type=float, help="target relative noise of the median (the plan's unless given)")
+    p.add_argument("--min-time", type=float, help="minimum accumulated measured seconds (the plan's unless given)")
+    p.add_argument("--timeout", type=float, help="sampling seconds per point and variant (the plan's unless given)")
+    p.add_argument("--warmup", type=int, help="untimed calls first, the first one compiles (the plan's unless given)")
     p.add_argument("--resume", action="store_true",
                    help="keep the finished records of an existing --out (same peer version and mode) and run the rest")
     p.add_argument("--no-verify", action="store_true", help="skip the comparison with the torch reference")
@@ -62,9 +65,20 @@ def parse_args(peer, argv, doc):
             p.error("--plan and --out are required")
     if args.list and not args.plan:
         p.error("--list needs --plan")
-    args.rule = st.StoppingRule(warmup_runs=args.warmup, min_samples=args.min_samples, min_time_s=args.min_time,
-                                max_noise=args.max_noise, timeout_s=args.timeout)
     return args
+
+
+def apply_plan(peer, args, plan):
+    """The run's mode and stopping rule: the plan's, with the flags given over them."""
+    if "stopping_rule" not in plan or "mode" not in plan:
+        sys.exit(f"{peer.name}_peer: the plan has no stopping_rule or mode: write it with this gdnbench's "
+                 "`gdnbench plan --config X --json plan.json` (or let `gdnbench run --peers` run the harness)")
+    try:
+        args.rule = st.rule_from_plan(plan["stopping_rule"], warmup_runs=args.warmup, min_samples=args.min_samples,
+                                      min_time_s=args.min_time, max_noise=args.max_noise, timeout_s=args.timeout)
+    except ValueError as e:
+        sys.exit(f"{peer.name}_peer: {e}")
+    args.mode = args.mode or plan["mode"]
 
 
 def load_plan(peer, path):
@@ -161,6 +175,7 @@ def run(peer, args, argv):
     from . import report as rp
 
     plan = load_plan(peer, args.plan)
+    apply_plan(peer, args, plan)
     if not torch.cuda.is_available():
         sys.exit(f"{peer.name}_peer: torch sees no CUDA device (this harness times GPU kernels)")
     torch.cuda.set_device(args.device)
@@ -210,7 +225,12 @@ def main(peer, argv, doc):
         return selftest.run()
     if args.write_sample_report:
         from . import sample_report
-        sample_report.write(args.write_sample_report, peer)
+        if not args.plan:
+            sys.exit(f"{peer.name}_peer: --write-sample-report needs --plan (gdnbench plan --config "
+                     "tests/peers/schema-points.yaml --json plan.json)")
+        plan = load_plan(peer, args.plan)
+        apply_plan(peer, args, plan)
+        sample_report.write(args.write_sample_report, peer, plan)
         return 0
     if args.list:
         return list_plan(peer, args)

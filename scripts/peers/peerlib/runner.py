@@ -52,11 +52,11 @@ class Runner:
         plans = [p for p in plans if (point["case"], p.variant, point["shape_key"], point["seed"]) not in self.done]
         if not plans:
             return
-        work = sh.work_model(s)
+        work = point["work"]  # gdnbench's work model, from the plan
         tensors, input_error = None, ""
         if any(not p.skip for p in plans):
             try:
-                tensors = inputs.make_inputs(s, point["seed"], self.device)
+                tensors = inputs.make_inputs(s, point["inputs"], point["seed"], self.device)
             except Exception as e:  # noqa: BLE001 - becomes the records' error
                 input_error = f"inputs: {type(e).__name__}: {e}"
                 traceback.print_exc()
@@ -112,7 +112,7 @@ class Runner:
             for _ in range(max(self.rule.warmup_runs - 1, 0)):
                 call()
             torch.cuda.synchronize()
-            verification = self.verify(call, s, ref_cache)
+            verification = self.verify(call, s, point["tolerances"], ref_cache)
             timing, timer_notes = self.time(call)
         except torch.cuda.OutOfMemoryError as e:
             torch.cuda.empty_cache()
@@ -133,10 +133,10 @@ class Runner:
 
     # ---- verification -----------------------------------------------------------------------
 
-    def verify(self, call, s, ref_cache):
+    def verify(self, call, s, tolerances, ref_cache):
         if self.args.no_verify:
             return rp.verification_json(scope="not verified: --no-verify")
-        return verify_call(call, s, ref_cache, self.args.verify_max_work, self.args.verify_max_sampled_work,
+        return verify_call(call, s, tolerances, ref_cache, self.args.verify_max_work, self.args.verify_max_sampled_work,
                            self.args.verify_max_steps)
 
     # ---- timing -------------------------------------------------------------------------------

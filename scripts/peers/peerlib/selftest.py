@@ -7,7 +7,6 @@ import sys
 
 from . import events, fla_support, peers, runner_text
 from . import report as rp
-from . import sample_report
 from . import shapes as sh
 from . import stats as st
 
@@ -27,37 +26,37 @@ class Checker:
         self(abs(a - b) <= rel * max(abs(a), abs(b)), f"{what}: {a!r} != {b!r}")
 
 
-def check_work_model(c):
-    # docs/method.md 5 by hand. Decode 16/32 B=256 fp32 state: 2 * 256 * 32 * 128 * 128 * 4 state bytes plus
-    # q, k, v reads (256 * (2*16*128 + 32*128) * 2), o writes (256 * 32 * 128 * 2), g and beta (8 * 256 * 32).
-    w = sh.work_model({"op": "decode", "batch": 256, "state_dtype": "f32"})
-    c.close(w["bytes"], 1073741824 + 4194304 + 2097152 + 65536, "decode B=256 bytes (docs/method.md 8: 1.07 GB)")
-    c.close(w["flops"], 6 * 256 * 32 * 128 * 128, "decode flops 6 B HV K V")
-    c(w["bandwidth_bound"], "decode is bandwidth bound")
-    # Prefill 16/32 1x32768 with h0: 32768 * 8192 * 2 + 32768 * 4096 * 2 + 8 * 32768 * 32 + 2 * 32 * 16384 * 4.
-    w = sh.work_model({"op": "prefill", "seqlens": [32768], "has_h0": True})
-    c.close(w["bytes"], 536870912 + 268435456 + 8388608 + 2 * 2097152, "prefill 1x32768 bytes")
-    c.close(w["flops"], 32768 * 32 * (6 * 16384 + 4 * 64 * 256), "prefill flops T HV (6KV + 4 C0 (K+V))")
-    c.close(w["flops_fi"], 4 * 32768 * 32 * 16384, "prefill FlashInfer flops 4 T HV K V")
-    c(not w["bandwidth_bound"], "prefill is compute bound")
-    w = sh.work_model({"op": "prefill", "seqlens": [100, 28], "has_h0": False, "gate": "raw"})
-    c.close(w["bytes"], 128 * 8192 * 2 + 128 * 4096 * 2 + (4 * 128 * 32 + 8 * 32) + 2 * 32 * 16384 * 4,
-            "prefill raw gate, no h0 bytes")
-    # MTP B=128 T=4: state read once and written once; + B T HV K V s with cache_intermediate.
-    base = 128 * 4 * 8192 * 2 + 128 * 4 * 4096 * 2 + 8 * 128 * 4 * 32
-    slot = 32 * 16384 * 4
-    w = sh.work_model({"op": "mtp", "batch": 128, "tokens": 4})
-    c.close(w["bytes"], base + 2 * 128 * slot, "mtp bytes")
-    c.close(w["flops"], 6 * 128 * 4 * 32 * 16384, "mtp flops")
-    w = sh.work_model({"op": "mtp", "batch": 128, "tokens": 4, "update_state": False, "cache_intermediate": True})
-    c.close(w["bytes"], base + 128 * slot + 128 * 4 * slot, "mtp read-only state + intermediate bytes")
-    w = sh.work_model({"op": "decode", "batch": 8, "state_dtype": "bf16", "gate": "raw"})
-    c.close(w["bytes"], 8 * 8192 * 2 + 8 * 4096 * 2 + (4 * 8 * 32 + 8 * 32) + 2 * 8 * 32 * 16384 * 2,
-            "decode bf16 state raw gate bytes")
+# The noise estimator and a stopping rule as a plan carries them (stopping_rule): test data here,
+# the numbers of src/stats/stats.cpp, which `gdnbench plan --json` writes.
+TEST_NOISE = {"min_samples": 5, "median_se_factor": 1.2533, "iqr_per_sigma": 1.349}
+
+
+def test_rule(**kw):
+    values = dict(warmup_runs=2, min_samples=10, max_samples=100000, min_time_s=0.05, max_noise=0.005, timeout_s=15.0,
+                  noise=TEST_NOISE)
+    values.update(kw)
+    return st.StoppingRule(**values)
+
+
+def test_inputs(kind="standard", hv=8, l2norm=True):
+    """A plan point's `inputs` block (src/run/input_distribution.cpp) for the torch checks."""
+    strong = kind == "strong_decay"
+    g = ({"form": "zero"} if kind == "no_decay" else
+         {"form": "strong_decay", "rate_max": 16.0, "softplus_scale": 0.5, "softplus_shift": 1.0} if strong else
+         {"form": "logsigmoid", "divisor": 16.0})
+    a_log = ({"form": "minus_inf"} if kind == "no_decay" else {"form": "log_rate", "rate_max": 16.0} if strong else
+             {"form": "log_uniform", "low": 1.0 / 16.0, "high": 1.0})
+    return {"kind": kind, "still_heads_from": (3 * hv + 3) // 4,
+            "qk": {"draw": "uniform" if kind == "positive_keys" else "normal", "uniform_scale": 1.0 - 2.0 ** -8,
+                   "row_norm": None if l2norm else [0.5, 1.0]},
+            "g": g, "beta": {"form": "one" if kind == "beta_one" else "sigmoid"}, "a_log": a_log,
+            "dt_bias": {"scale": 0.5, "shift": -2.0},
+            "b": {"form": "constant", "value": 100.0} if kind == "beta_one" else {"form": "normal"},
+            "padding_every": 8}
 
 
 def check_stats(c):
-    s = st.compute_stats([float(x) for x in range(10, 0, -1)])  # 1..10, unsorted
+    s = st.compute_stats([float(x) for x in range(10, 0, -1)], TEST_NOISE)  # 1..10, unsorted
     c(s["n"] == 10, "n")
     for name, want in (("min", 1.0), ("max", 10.0), ("p10", 1.9), ("p25", 3.25), ("median", 5.5), ("p75", 7.75),
                        ("p90", 9.1), ("mean", 5.5)):
@@ -65,22 +64,35 @@ def check_stats(c):
     c.close(s["stdev"], math.sqrt(82.5 / 9), "stdev (n - 1)")
     c.close(s["rel_stdev"], math.sqrt(82.5 / 9) / 5.5, "rel_stdev")
     c.close(s["noise"], 1.2533 * (4.5 / 1.349) / math.sqrt(10) / 5.5, "noise of the median")
-    c(math.isinf(st.compute_stats([1.0, 2.0, 3.0, 4.0])["noise"]), "noise is infinite below 5 samples")
-    c(math.isnan(st.compute_stats([1.0])["stdev"]), "one sample has no stdev")
-    rule = st.StoppingRule(min_samples=10, min_time_s=0.0, max_noise=0.005, timeout_s=10.0)
+    c(math.isinf(st.compute_stats([1.0, 2.0, 3.0, 4.0], TEST_NOISE)["noise"]), "noise is infinite below 5 samples")
+    c(math.isnan(st.compute_stats([1.0], TEST_NOISE)["stdev"]), "one sample has no stdev")
+    rule = test_rule(min_samples=10, min_time_s=0.0, max_noise=0.005, timeout_s=10.0)
     c(st.should_stop(rule, [1e-5] * 10, 0.1) == (True, "noise"), "stop on noise with flat samples")
     c(not st.should_stop(rule, [1e-5] * 9, 0.1)[0], "no stop before min_samples")
     noisy = [1e-5 * (1 + (i % 2)) for i in range(12)]
     c(st.should_stop(rule, noisy, 0.1) == (False, ""), "noisy samples keep sampling")
     c(st.should_stop(rule, noisy, 11.0) == (True, "timeout"), "timeout stops")
-    c(st.should_stop(st.StoppingRule(max_samples=12, min_time_s=0.0), noisy, 0.1) == (True, "max_samples"),
+    c(st.should_stop(test_rule(max_samples=12, min_time_s=0.0), noisy, 0.1) == (True, "max_samples"),
       "max_samples stops")
-    c(not st.should_stop(st.StoppingRule(min_samples=10, min_time_s=1.0), [1e-5] * 20, 0.1)[0],
+    c(not st.should_stop(test_rule(min_samples=10, min_time_s=1.0), [1e-5] * 20, 0.1)[0],
       "min_time_s not reached")
     b = st.kernel_breakdown([[("a", 1.0), ("b", 2.0), ("a", 1.0)], [("b", 4.0), ("a", 3.0)]], 4.0)
     c([k["name"] for k in b] == ["a", "b"], "breakdown keeps first-seen order")
     c.close(b[0]["median_s"], 2.5, "breakdown sums a kernel within a sample, medians across samples")
     c.close(b[1]["share"], 3.0 / 4.0, "breakdown share")
+
+
+def check_rule_from_plan(c):
+    plan_rule = dict(warmup_runs=2, min_samples=10, max_samples=100000, min_time_s=0.05, max_noise=0.005,
+                     timeout_s=15.0, noise=TEST_NOISE)
+    rule = st.rule_from_plan(plan_rule, min_samples=20, timeout_s=None)
+    c(rule.min_samples == 20 and rule.timeout_s == 15.0 and rule.noise == TEST_NOISE,
+      "a flag overrides the plan's rule, an unset flag keeps it")
+    try:
+        st.rule_from_plan({"min_samples": 10})
+        c(False, "a plan rule without its fields is refused")
+    except ValueError as e:
+        c("warmup_runs" in str(e), f"the refusal names what is missing ({e})")
 
 
 def check_events(c):
@@ -135,19 +147,8 @@ def check_keys_and_rules(c):
       "an FLA without the in-kernel gate gets g and beta from torch")
 
 
-def check_sample_report(c):
-    for peer in peers.PEERS.values():
-        doc = sample_report.build(peer)
-        c(doc["schema_version"] == rp.SCHEMA_VERSION and doc["tool"]["name"] == peer.name, f"{peer.name}: report header")
-        recs = doc["cases"]
-        skip_variant = peer.sample_skip[2]
-        c(recs[0]["status"] == "skipped" and recs[0]["variant"] == skip_variant and peer.skip_word in recs[0]["reason"],
-          f"{peer.name}: the rules' skip record ({recs[0]['reason']})")
-        c(all(r["variant"] == sample_report.schema_test_variant(peer) and r["status"] == "skipped" and not r["timed"]
-              and r["reason"] == sample_report.SCHEMA_TEST_REASON for r in recs[1:]),
-          f"{peer.name}: synthetic records are labelled, skipped and untimed")
-        c(all(r["metrics"]["tbps"] is None for r in recs), f"{peer.name}: no throughput for untimed records")
-        c(all(r["timing_method"].startswith("CUPTI") for r in recs[1:]), f"{peer.name}: records state the timing method")
+def check_report_helpers(c):
+    # The sample report needs a plan (tests/cpu/test_peer_schema.cpp writes one and checks it).
     c(rp.finite({"a": [math.nan, 1.0, math.inf], "b": (2, "x")}) == {"a": [None, 1.0, None], "b": [2, "x"]},
       "non-finite numbers are written as null")
     c("flushed" in runner_text.timing_method("cold") and "not flushed" in runner_text.timing_method("hot")
@@ -162,28 +163,29 @@ def check_torch(c):
         return
     from . import inputs, reference
     s = sh.normalize({"op": "prefill", "h_qk": 2, "h_v": 8, "dk": 16, "dv": 8, "seqlens": [5, 3]})
-    t = inputs.make_inputs(s, 7, "cpu")
+    t = inputs.make_inputs(s, test_inputs(hv=8), 7, "cpu")
     c(tuple(t["q"].shape) == (8, 2, 16) and t["q"].dtype == torch.bfloat16, "q [T, H, K] bf16")
     c(tuple(t["v"].shape) == (8, 8, 8) and tuple(t["g"].shape) == (8, 8), "v [T, HV, V], g [T, HV]")
     c(tuple(t["h0"].shape) == (2, 8, 8, 16), "h0 vk [N, HV, V, K]")
     c(t["cu_seqlens"] == [0, 5, 8], "cu_seqlens")
     c(bool((t["g"][:, 6:] == 0).all()) and bool((t["g"][:, :6] < 0).all()), "the last quarter of heads has no decay")
     c(bool(((t["beta"] > 0) & (t["beta"] < 1)).all()), "beta in (0, 1)")
-    t2 = inputs.make_inputs(s, 7, "cpu")
+    t2 = inputs.make_inputs(s, test_inputs(hv=8), 7, "cpu")
     c(bool(torch.equal(t["q"], t2["q"])), "same seed, same inputs")
     sd = sh.normalize({"op": "decode", "h_qk": 1, "h_v": 4, "dk": 8, "dv": 8, "batch": 16, "pool": 40,
                        "indices": "padded", "inputs": "strong_decay", "layout": "kv"})
-    t = inputs.make_inputs(sd, 3, "cpu")
+    t = inputs.make_inputs(sd, test_inputs("strong_decay", hv=4), 3, "cpu")
     c(tuple(t["pool"].shape) == (40, 4, 8, 8), "pool kv [P, HV, K, V]")
     idx = t["indices"]
     c(int(idx[7]) == -1 and int(idx[15]) == -1 and int((idx >= 0).sum()) == 14, "padded: every 8th row is -1")
     c(len(set(idx[idx >= 0].tolist())) == 14 and int(idx.max()) < 40, "padded: distinct slots inside the pool")
     c(bool((t["g"][..., 0] == 0).all()), "strong_decay: head 0 never decays")
     hi = inputs.make_inputs(sh.normalize({"op": "decode", "batch": 4, "pool": 10, "indices": "high", "h_v": 4,
-                                          "h_qk": 4, "dk": 4, "dv": 4}), 1, "cpu")["indices"]
+                                          "h_qk": 4, "dk": 4, "dv": 4}), test_inputs(hv=4), 1, "cpu")["indices"]
     c(sorted(hi.tolist()) == [6, 7, 8, 9], "high: the top slots")
     raw = inputs.make_inputs(sh.normalize({"op": "mtp", "batch": 2, "tokens": 3, "gate": "raw", "h_v": 8, "h_qk": 4,
-                                           "dk": 4, "dv": 4, "inputs": "beta_one"}), 5, "cpu")
+                                           "dk": 4, "dv": 4, "inputs": "beta_one"}), test_inputs("beta_one", hv=8), 5,
+                            "cpu")
     g, b = inputs.gate_from_raw(raw["A_log"], raw["a"], raw["dt_bias"], raw["b"])
     c(tuple(raw["a"].shape) == (2, 3, 8) and raw["a"].dtype == torch.bfloat16, "raw a [B, T, HV] bf16")
     c(bool((g[..., 6:] == 0).all()) and bool((g[..., :6] < 0).all()), "raw gate: no-decay heads have A_log = -inf")
@@ -234,7 +236,7 @@ def check_torch(c):
 
 def run():
     c = Checker()
-    for part in (check_work_model, check_stats, check_events, check_keys_and_rules, check_sample_report, check_torch):
+    for part in (check_stats, check_rule_from_plan, check_events, check_keys_and_rules, check_report_helpers, check_torch):
         part(c)
     print(f"peer harness self-test: {c.passed} checks passed, {c.failed} failed")
     return 0 if c.failed == 0 else 1

@@ -1,7 +1,7 @@
 """gdnbench's Shape as the plan JSON writes it (src/report/json_report.cpp, to_json(Shape)), with
-the derived values, the canonical key (src/core/shape.cpp) and the docs/method.md 5 work model
-(kernels/prefill/op.cpp, kernels/decode/op.cpp) replicated, so peer records are counted exactly
-like gdnbench's own."""
+the derived values the mappings need and the canonical key (src/core/shape.cpp; a record carries
+the plan's key, this one checks it and names the reference store's entries). The work model and
+the tolerances are not here: the plan carries them per point."""
 
 import math
 
@@ -13,9 +13,6 @@ DEFAULTS = {
     "indices": "identity", "index_dtype": "i64", "cache_intermediate": False, "update_state": True,
     "rollback": False, "plan": "", "checkpoint_every": 0, "checkpoint_at": [],
 }
-
-DTYPE_BYTES = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "i64": 8}
-PREFILL_CHUNK = 64  # C0 of the FlashQLA useful-work count
 
 
 def normalize(shape):
@@ -165,43 +162,9 @@ def check_axes(table):
 OP_LAYOUT = {"prefill": "kv", "decode": "vk", "mtp": "vk"}
 
 
-# ---- work model (docs/method.md 5) ------------------------------------------------------------
-
-def gate_bytes(s, token_rows):
-    if s["gate"] == "log":
-        return 8.0 * token_rows * s["h_v"]
-    return 4.0 * token_rows * s["h_v"] + 8.0 * s["h_v"]
-
-
-def work_model(shape):
-    """{bytes, flops, flops_fi, bandwidth_bound} exactly as gdnbench's OpDef::work computes it."""
-    s = normalize(shape)
-    e = float(DTYPE_BYTES[s["input_dtype"]])
-    hk = float(s["h_qk"]) * s["dk"]
-    hvv = float(s["h_v"]) * s["dv"]
-    kv = float(s["dk"]) * s["dv"]
-    if s["op"] == "prefill":
-        t = float(total_tokens(s))
-        state = len(s["seqlens"]) * s["h_v"] * kv * 4.0
-        nbytes = t * (2 * hk + hvv) * e + t * hvv * e + gate_bytes(s, t) + (state if s["has_h0"] else 0.0) + state
-        flops = t * s["h_v"] * (6.0 * kv + 4.0 * PREFILL_CHUNK * (s["dk"] + s["dv"]))
-        return {"bytes": nbytes, "flops": flops, "flops_fi": 4.0 * t * s["h_v"] * kv, "bandwidth_bound": False}
-    mtp = s["op"] == "mtp"
-    b = float(s["batch"])
-    t = float(s["tokens"]) if mtp else 1.0
-    slot = s["h_v"] * kv * DTYPE_BYTES[s["state_dtype"]]
-    # Padding rows (index -1, every 8th row of the `padded` pattern) move no state.
-    active = b - (b // 8 if s["indices"] == "padded" else 0)
-    nbytes = b * t * (2.0 * hk + hvv) * e + b * t * hvv * e + gate_bytes(s, b * t) + active * slot
-    if not mtp or s["update_state"]:
-        nbytes += active * slot
-    if mtp and s["cache_intermediate"]:
-        nbytes += b * t * slot
-    if mtp and s["rollback"]:
-        nbytes += 4.0 * b  # accepted[B]; the start state is read from the cache instead of the slot
-    flops = 6.0 * b * t * s["h_v"] * kv
-    return {"bytes": nbytes, "flops": flops, "flops_fi": flops, "bandwidth_bound": True}
-
+# ---- tolerances ------------------------------------------------------------------------------
+# The work model and the tolerances are gdnbench's: the plan carries them per point ("work",
+# "tolerances"); a record's work model is the plan's, and gdnbench recomputes it on reading.
 
 # A peer's outputs are checked for correctness, not held to our accuracy: FLA's and FlashInfer's
 # chunked prefill round their intra-chunk operands to bf16 and measured o at 5.0-5.2e-3 relative
@@ -210,18 +173,6 @@ def work_model(shape):
 PEER_TOLERANCE = 1e-2
 
 
-def peer_tolerances(shape):
-    """What a peer record must meet: our tolerance, loosened to PEER_TOLERANCE."""
-    return {name: max(t, PEER_TOLERANCE) for name, t in tolerances(shape).items()}
-
-
-def tolerances(shape):
-    """docs/method.md 4 defaults per output tensor (kernels/*/op.cpp tolerances())."""
-    s = normalize(shape)
-    if s["op"] == "prefill":
-        return {"o": 5e-3, "ht": 5e-3}
-    t = 1e-2 if s["state_dtype"] == "bf16" else 5e-3
-    out = {"o": t, "pool": t}
-    if s["op"] == "mtp" and s["cache_intermediate"]:
-        out["intermediate"] = t
-    return out
+def peer_tolerances(plan_tolerances):
+    """What a peer record must meet: the plan point's tolerances, loosened to PEER_TOLERANCE."""
+    return {name: max(t, PEER_TOLERANCE) for name, t in plan_tolerances.items()}

@@ -1,12 +1,11 @@
-"""gdnbench's sample statistics and stopping rule (src/stats/stats.cpp, src/timing/measure.cpp)
-in Python, so a peer's numbers mean exactly what gdnbench's own mean."""
+"""The statistics a harness needs while it samples: gdnbench's stopping rule (src/timing/measure.cpp
+should_stop) over its noise of the median (src/stats/stats.cpp), with the rule and the noise
+estimator's constants read from the plan (`stopping_rule`, written by `gdnbench plan --json` and
+`gdnbench run --peers`). The statistics in a record are a courtesy for people reading the file:
+gdnbench recomputes them from the record's samples when it reads a peer's records."""
 
 import math
 from dataclasses import dataclass
-
-MIN_SAMPLES_FOR_NOISE = 5
-MEDIAN_SE_FACTOR = 1.2533  # sqrt(pi / 2): normal-theory standard error of a median
-IQR_PER_SIGMA = 1.349
 
 
 def naive_sum(xs):
@@ -28,8 +27,9 @@ def quantile_sorted(xs, q):
     return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
 
 
-def compute_stats(samples):
-    """The Stats fields of src/stats/stats.h, as a dict."""
+def compute_stats(samples, noise):
+    """The Stats fields of src/stats/stats.h, as a dict. noise: the plan's
+    stopping_rule.noise ({min_samples, median_se_factor, iqr_per_sigma})."""
     xs = sorted(samples)
     n = len(xs)
     if n == 0:
@@ -47,10 +47,10 @@ def compute_stats(samples):
         s["rel_stdev"] = stdev / mean if mean != 0 else math.nan
     else:
         s["stdev"] = s["rel_stdev"] = math.nan
-    if n < MIN_SAMPLES_FOR_NOISE:
+    if n < noise["min_samples"]:
         s["noise"] = math.inf
     else:
-        se = MEDIAN_SE_FACTOR * ((s["p75"] - s["p25"]) / IQR_PER_SIGMA) / math.sqrt(n)
+        se = noise["median_se_factor"] * ((s["p75"] - s["p25"]) / noise["iqr_per_sigma"]) / math.sqrt(n)
         if s["median"] > 0:
             s["noise"] = se / s["median"]
         else:
@@ -60,12 +60,26 @@ def compute_stats(samples):
 
 @dataclass
 class StoppingRule:
-    warmup_runs: int = 3        # Triton compiles and autotunes on the first calls
-    min_samples: int = 10
-    max_samples: int = 100000
-    min_time_s: float = 0.05    # minimum accumulated measured time
-    max_noise: float = 0.005    # target relative noise of the median
-    timeout_s: float = 10.0     # wall-clock limit per point and variant (warm-up excluded)
+    warmup_runs: int        # untimed calls first (the first one compiles)
+    min_samples: int
+    max_samples: int
+    min_time_s: float       # minimum accumulated measured time
+    max_noise: float        # target relative noise of the median
+    timeout_s: float        # wall-clock limit per point and variant (warm-up excluded)
+    noise: dict             # the noise estimator's constants
+
+
+RULE_FIELDS = ("warmup_runs", "min_samples", "max_samples", "min_time_s", "max_noise", "timeout_s", "noise")
+
+
+def rule_from_plan(plan_rule, **overrides):
+    """The plan's stopping_rule, with the harness's flags (not None) over it."""
+    missing = [k for k in RULE_FIELDS if k not in plan_rule]
+    if missing:
+        raise ValueError(f"the plan's stopping_rule lacks {', '.join(missing)}")
+    values = {k: plan_rule[k] for k in RULE_FIELDS}
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return StoppingRule(**values)
 
 
 def should_stop(rule, samples, elapsed_wall_s):
@@ -74,7 +88,7 @@ def should_stop(rule, samples, elapsed_wall_s):
     if n == 0:
         return False, ""
     if n >= max(rule.min_samples, 1):
-        if naive_sum(samples) >= rule.min_time_s and compute_stats(samples)["noise"] <= rule.max_noise:
+        if naive_sum(samples) >= rule.min_time_s and compute_stats(samples, rule.noise)["noise"] <= rule.max_noise:
             return True, "noise"
     if rule.max_samples > 0 and n >= rule.max_samples:
         return True, "max_samples"

@@ -168,7 +168,7 @@ def measure(timer, rule, clock=None):
         if rule.max_samples > 0:
             cap = min(cap, float(rule.max_samples - min(len(samples), rule.max_samples)))
         batch = int(max(1.0, min(batch * 2.0, cap)))
-    stats = st.compute_stats(samples)
+    stats = st.compute_stats(samples, rule.noise)
     breakdown = st.kernel_breakdown(kernels, stats["median"]) if any(kernels) else []
     sums = sorted(sum(s for _, s in ks) for ks in kernels if ks)
     return {

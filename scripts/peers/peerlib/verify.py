@@ -16,9 +16,10 @@ from . import shapes as sh
 CHUNKED_FROM_STEPS = 256
 
 
-def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
-    """The verification block of one record. ref_cache: {key: (o, state)} shared by the variants
-    of one point (the reference is the same unless the peer got a re-expressed gate)."""
+def verify_call(call, s, tolerances, ref_cache, max_work, max_sampled_work, max_steps):
+    """The verification block of one record. tolerances: the plan point's. ref_cache: {key: (o,
+    state)} shared by the variants of one point (the reference is the same unless the peer got a
+    re-expressed gate)."""
     t0 = time.monotonic()
     call.reset()  # in-place peers: the inputs as drawn, for the reference and the call
     ri = call.reference_inputs()
@@ -42,7 +43,7 @@ def verify_call(call, s, ref_cache, max_work, max_sampled_work, max_steps):
     if out["o"].is_cuda:
         torch.cuda.synchronize()
     hsel = torch.tensor(heads, device=out["o"].device)
-    tol = sh.peer_tolerances(s)
+    tol = sh.peer_tolerances(tolerances)
     steps_check = None
     if out["intermediate"] is not None:
         steps_check = reference.StepCheck(out["intermediate"].index_select(2, hsel))

@@ -1,0 +1,127 @@
+#include "cli/peer_runs.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/errors.h"
+
+namespace gdn::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The peers gdnbench knows: each one's harness is scripts/peers/<name>_peer.py.
+const std::vector<std::string> kKnownPeers{"fla", "flashinfer", "flashqla"};
+constexpr const char* kKernelHarness = "kernel_peer.py";
+// Records a harness run gives carry this origin kind, and the harness's label as the path.
+constexpr const char* kHarnessOrigin = "harness";
+
+// Beside the program: build/gdnbench (or an installed bin/gdnbench) next to scripts/peers.
+std::string default_peers_dir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return "scripts/peers";
+  return (exe.parent_path().parent_path() / "scripts" / "peers").string();
+}
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    if (comma > start) out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string script_in(const std::string& dir, const std::string& file, bool dir_given) {
+  const fs::path p = fs::absolute(fs::path(dir) / file);
+  if (!fs::is_regular_file(p))
+    throw input_error(fmt::format("{}: no harness '{}' in '{}'{}", file, file, dir,
+                                  dir_given ? "" : " (the scripts/peers beside this program); give its folder with --peers-dir DIR"));
+  return p.string();
+}
+
+}  // namespace
+
+void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a) {
+  cmd->add_option("--peers", a.peers,
+                  fmt::format("Also run these peers' Python harnesses on the same points and inputs, into the same "
+                              "report: a comma-separated list of {} (scripts/peers/README.md)",
+                              fmt::join(kKnownPeers, ", ")))
+      ->default_str("");
+  cmd->add_option("--kernel", a.kernels,
+                  "A PyTorch-style function as MODULE:FUNCTION (repeatable): verified and timed by the peers' Python "
+                  "harness (scripts/peers/kernel_peer.py) beside our variants")
+      ->allow_extra_args(false)
+      ->default_str("");
+  cmd->add_option("--peers-dir", a.peers_dir, "Folder of the peer harnesses (default: scripts/peers beside the program)")
+      ->default_str("");
+  cmd->add_option("--python", a.python, "Python interpreter that runs the peer harnesses");
+}
+
+std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
+  std::vector<PeerHarness> out;
+  if (!a.any()) return out;
+  const bool dir_given = !a.peers_dir.empty();
+  const std::string dir = dir_given ? a.peers_dir : default_peers_dir();
+  std::set<std::string> seen;
+  for (const auto& name : split_names(a.peers)) {
+    if (std::find(kKnownPeers.begin(), kKnownPeers.end(), name) == kKnownPeers.end())
+      throw input_error(fmt::format("--peers: unknown peer '{}'; the known peers are {}", name, fmt::join(kKnownPeers, ", ")));
+    if (!seen.insert(name).second) continue;
+    out.push_back({name, script_in(dir, name + "_peer.py", dir_given), {}, name + "/harness"});
+  }
+  if (!a.peers.empty() && out.empty()) throw input_error("--peers: no peer named; give e.g. --peers fla,flashinfer");
+  for (const auto& spec : a.kernels) {
+    const auto colon = spec.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() || spec.find(':', colon + 1) != std::string::npos)
+      throw input_error(fmt::format("--kernel '{}': expected MODULE:FUNCTION, e.g. --kernel mykernels:gdn_decode", spec));
+    if (!seen.insert("kernel " + spec).second) continue;
+    out.push_back({"kernel " + spec, script_in(dir, kKernelHarness, dir_given), {"--kernel", spec},
+                   "python:" + spec + "/harness"});
+  }
+  return out;
+}
+
+std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,
+                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify) {
+  std::vector<CaseRecord> out;
+  if (harnesses.empty()) return out;
+  const fs::path work = fs::temp_directory_path() / fmt::format("gdnbench-peers-{}", getpid());
+  fs::create_directories(work);
+  for (const auto& h : harnesses) {
+    // --resume: the points this harness already has records of (errors are run again: the
+    // runner dropped them) are left out of its plan.
+    std::set<std::string> done;
+    for (const auto& r : kept)
+      if (r.origin.kind == kHarnessOrigin && r.origin.path == h.label)
+        done.insert(point_identity(r.case_name, r.shape_key(), r.seed));
+    nlohmann::json mine = plan;
+    mine["points"] = nlohmann::json::array();
+    for (const auto& p : plan.at("points"))
+      if (!done.count(point_identity(p.at("case").get<std::string>(), p.at("shape_key").get<std::string>(),
+                                     p.at("seed").get<uint64_t>())))
+        mine["points"].push_back(p);
+    if (mine["points"].empty()) continue;
+    HarnessRunOptions opt;
+    opt.python = a.python;
+    opt.work_dir = work.string();
+    opt.device = device;
+    opt.verify = verify;
+    for (auto& r : run_peer_harness(h, mine, opt)) {
+      r.origin = {kHarnessOrigin, h.label, ""};
+      out.push_back(std::move(r));
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  return out;
+}
+
+}  // namespace gdn::cli

@@ -1,0 +1,36 @@
+// `run --peers fla,flashinfer,flashqla` and `run --kernel module:function`: the Python harnesses
+// (scripts/peers) run by gdnbench on the run's own points, inputs, mode and stopping rule, their
+// records joined to the run's report (run/peer_harness.h runs one).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "report/record.h"
+#include "run/peer_harness.h"
+#include "run/plan_json.h"
+
+namespace gdn::cli {
+
+struct PeerRunArgs {
+  std::string peers;                 // --peers NAME,NAME
+  std::vector<std::string> kernels;  // --kernel module:function (repeatable)
+  std::string peers_dir;             // --peers-dir: where the harness scripts are
+  std::string python = "python3";    // --python
+  bool any() const { return !peers.empty() || !kernels.empty(); }
+};
+
+void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a);
+
+// The harnesses the flags name, checked before anything runs: an unknown peer (naming the known
+// ones), a --kernel that is not module:function, or a missing harness script is input_error (exit 3).
+std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a);
+
+// Runs every harness over the plan's points, leaving out the points whose records `kept` (a
+// --resume report's) already holds for that harness; returns the new records.
+std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,
+                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify);
+
+}  // namespace gdn::cli

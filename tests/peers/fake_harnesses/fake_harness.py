@@ -1,0 +1,67 @@
+"""A stand-in for the peer harnesses (scripts/peers/*_peer.py) with their command line, for
+`gdnbench run --peers` / `--kernel` on the CPU (tests/cpu/test_run_peers.cpp): it reads the plan
+gdnbench writes and answers with records written by peerlib's own report writer. What each name
+does is fixed here, so one folder holds every case the tests need:
+
+  fla         importable; one timed `fla/fake` record per point, samples from the plan's stopping
+              rule, and a deliberately wrong `stats` block (gdnbench recomputes the statistics)
+  flashqla    not importable: --check-import fails as the real harness does
+  flashinfer  importable; writes its first point's record, then dies with a traceback
+  kernel      --kernel MODULE:FUNCTION; importable when MODULE is `good`, else not
+"""
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "peers"))
+
+from peerlib import report as rp  # noqa: E402
+
+FAKE_SPAN_S = 2e-5  # every sample: 20 us and a few ns
+
+
+def main(name):
+    p = argparse.ArgumentParser()
+    p.add_argument("--plan")
+    p.add_argument("--out")
+    p.add_argument("--device", type=int, default=0)
+    p.add_argument("--no-verify", action="store_true")
+    p.add_argument("--check-import", action="store_true")
+    p.add_argument("--kernel", default="")
+    args = p.parse_args()
+    importable = name in ("fla", "flashinfer") or (name == "kernel" and args.kernel.startswith("good:"))
+    if args.check_import:
+        if not importable:
+            what = args.kernel.split(":")[0] if name == "kernel" else name
+            print(f"{name}: cannot import {what} (No module named '{what}'); pip install {what}")
+            return 1
+        print(f"{name} 0.0-fake: torch none")
+        return 0
+    with open(args.plan) as f:
+        plan = json.load(f)
+    rule = plan["stopping_rule"]
+    variant = f"python:{args.kernel}/fn" if name == "kernel" else f"{name}/fake"
+    device = {"index": args.device, "name": "fake device", "uuid": "GPU-fake"}
+    report = rp.report_json("0.0-fake", [f"{name}_peer.py", *sys.argv[1:]], plan, plan["mode"], [device],
+                            rp.now_iso(), {"name": "fake"}, tool_name=name)
+    print(f"{name}_peer: {len(plan['points'])} points, mode {plan['mode']}", file=sys.stderr)
+    for i, point in enumerate(plan["points"]):
+        if name == "flashinfer" and i == 1:
+            raise RuntimeError("fake harness crash in the second point")
+        samples = [FAKE_SPAN_S + 1e-9 * (k % 3) for k in range(rule["min_samples"])]
+        wrong = {k: 1.0 for k in ("min", "p10", "p25", "median", "mean", "p75", "p90", "max", "stdev",
+                                  "rel_stdev", "noise")}
+        wrong["n"] = len(samples)
+        timing = rp.timing_json("fake-timer", samples, wrong, True, "noise", 0.01, [], 0.0, float("nan"))
+        checks = [rp.check_json(t, 1e-4, 1e-4, tol, 1, 0, True) for t, tol in point["tolerances"].items()]
+        verification = rp.verification_json(not args.no_verify, True, "full", 0.0, checks if not args.no_verify else [])
+        rec = rp.record_json(point, variant, plan["mode"], device["name"], status="ok", verification=verification,
+                             timing=timing, work=point["work"])
+        report["cases"].append(rec)
+        rp.write_atomic(args.out, report)
+    report["finished_at"] = rp.now_iso()
+    report["complete"] = True
+    rp.write_atomic(args.out, report)
+    return 0
