@@ -193,6 +193,23 @@ TEST_F(RunPeers, ResumeKeepsHarnessRecordsAndShardSplitsThePoints) {
   EXPECT_EQ(of_variant(gdn::load_report(merged), "fla/fake").size(), decode_points().size());
 }
 
+// The real harnesses, found in scripts/peers beside the program (build/ -> ../scripts/peers), on a
+// machine without their peer: a skip per point naming what is missing, and the run goes on.
+TEST_F(RunPeers, RealHarnessWithoutItsPeerGivesSkipsWithTheReason) {
+  if (gdn::test::run_shell("python3 -c 'import fla' >/dev/null 2>&1").code == 0) GTEST_SKIP() << "fla is installed here";
+  const auto out = tmp("real.json");
+  const auto r = run("run --config " + kTiny + " --op decode --peers fla --json " + out + kQuick);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rep = gdn::load_report(out);
+  const auto skips = of_variant(rep, "fla/harness");
+  ASSERT_EQ(skips.size(), decode_points().size());
+  for (const auto* c : skips) {
+    EXPECT_EQ(c->status, gdn::CaseStatus::skipped);
+    EXPECT_TRUE(contains(c->reason, "fla is not importable here")) << c->reason;
+    EXPECT_TRUE(contains(c->reason, "pip install fla-core==0.6.0")) << c->reason;
+  }
+}
+
 // The plan's work model and tolerances are what the engine's records carry (a variant may tighten
 // a tolerance of its own, never loosen it: the plan holds the op's, docs/method.md 4).
 TEST(PlanJson, WorkAndTolerancesEqualTheEngines) {

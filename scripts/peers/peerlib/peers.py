@@ -16,7 +16,7 @@ class PeerDef:
     load: object        # () -> namespace(version, caps, harness, ...); imports the peer
     make_call: object   # (loaded, shape, plan, tensors, device) -> call (torch)
     install_hint: str
-    sample_skip: tuple  # (case, shape, variant) that the rules skip: the sample report's skip record
+    sample_skip: tuple  # (case of tests/peers/schema-points.yaml, variant) the rules skip: the sample report's skip
     skip_word: str      # a word of that skip's reason (the C++ schema test looks for it)
     graph_skip: dict = None  # variant -> why it cannot be captured in a CUDA graph (--mode graph)
 
@@ -66,21 +66,21 @@ def _flashqla_map(s, plan, ops):
 PEERS = {
     "fla": PeerDef(
         "fla", "FLA (fla-core)", "scripts/peers/fla_peer.py", fla_support.VARIANTS, _fla_plan, _load_fla, _fla_call,
-        "install fla-core (scripts/peers/fetch-peers.sh or fetch-fla.sh)",
-        ("bf16_pool_decode", {"op": "decode", "batch": 64, "state_dtype": "bf16", "layout": "vk"},
-         "fla/fused_recurrent"), "fp32"),
+        "pip install fla-core==0.6.0 (scripts/peers/README.md; offline hosts: fetch-peers.sh)",
+        ("bf16_pool_decode", "fla/fused_recurrent"), "fp32"),
     "flashinfer": PeerDef(
         "flashinfer", "FlashInfer", "scripts/peers/flashinfer_peer.py", flashinfer_rules.VARIANTS,
         flashinfer_rules.plan_point, _load_flashinfer, _mapped_call(_flashinfer_map),
-        "install flashinfer-python and its CuTe-DSL wheels (scripts/peers/fetch-peers.sh)",
-        ("d256_prefill", {"op": "prefill", "seqlens": [2048], "dk": 256, "dv": 256}, "flashinfer/chunk"), "128",
+        "pip install flashinfer-python==0.7.2.post1 nvidia-cutlass-dsl==4.8.1 (scripts/peers/README.md; offline hosts: "
+        "fetch-peers.sh)",
+        ("d256_prefill", "flashinfer/chunk"), "128",
         {"flashinfer/chunk": "FlashInfer's prefill plans context parallelism on the host at every call: its CUDA-graph "
                              "capture failed on an H200 and left the process's CUDA RNG unusable"}),
     "flashqla": PeerDef(
         "flashqla", "FlashQLA", "scripts/peers/flashqla_peer.py", flashqla_rules.VARIANTS, flashqla_rules.plan_point,
         _load_flashqla, _mapped_call(_flashqla_map),
-        "install flash-qla and TileLang (scripts/peers/fetch-peers.sh)",
-        ("d64_prefill", {"op": "prefill", "seqlens": [2048], "dk": 64, "dv": 64}, "flashqla/chunk"), "128"),
+        "pip install flash-qla==0.1.3 (scripts/peers/README.md; offline hosts: fetch-peers.sh)",
+        ("d64_prefill", "flashqla/chunk"), "128"),
 }
 
 MAPPERS = {"flashinfer": _flashinfer_map, "flashqla": _flashqla_map}

@@ -52,7 +52,7 @@ def build(peer, plan):
     header = {"config": {"path": "schema-test.yaml", "hash": "0123456789abcdef"}}
     doc = rp.report_json("schema-test", [f"{peer.name}_peer.py", "--write-sample-report"], header, "cold", devices,
                          rp.now_iso(), {"name": peer.script, "sample_report": True}, tool_name=peer.name)
-    case, _, variant = peer.sample_skip
+    case, variant = peer.sample_skip
     point = _point(plan, case)
     plan_ = peer.plan_point(point["shape"], variant, None)
     assert plan_.skip, f"{peer.name}: the sample skip ({case}) must be skipped by the rules"
