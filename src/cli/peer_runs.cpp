@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "run/runner.h"
 
 namespace gdn::cli {
 namespace {
@@ -96,6 +97,7 @@ std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses,
   const fs::path work = fs::temp_directory_path() / fmt::format("gdnbench-peers-{}", getpid());
   fs::create_directories(work);
   for (const auto& h : harnesses) {
+    if (g_interrupted) break;  // Ctrl-C: the report keeps what ran; --resume goes on
     // --resume: the points this harness already has records of (errors are run again: the
     // runner dropped them) are left out of its plan.
     std::set<std::string> done;

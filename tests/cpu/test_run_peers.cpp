@@ -193,6 +193,26 @@ TEST_F(RunPeers, ResumeKeepsHarnessRecordsAndShardSplitsThePoints) {
   EXPECT_EQ(of_variant(gdn::load_report(merged), "fla/fake").size(), decode_points().size());
 }
 
+// The harnesses' records are records like ours: compare, the exports and the dashboard take them.
+TEST_F(RunPeers, HarnessRecordsFlowThroughCompareExportsAndDashboard) {
+  const auto out = tmp("flow.json"), csv = tmp("flow.csv"), gbench = tmp("flow.gbench.json"), html = tmp("flow.html");
+  const auto r = run("run --config " + kTiny + " --op decode --peers fla --peers-dir " + kFakes + " --json " + out +
+                     " --csv " + csv + " --gbench " + gbench + kQuick);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto c = run("compare " + out + " " + out + " --variant 'fla/*'");
+  EXPECT_EQ(c.code, 0) << c.out;
+  EXPECT_TRUE(contains(c.out, "fla/fake")) << c.out;
+  std::ifstream in(csv);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(text, "fla/fake")) << text;
+  EXPECT_TRUE(contains(read_json(gbench).dump(), "fla/fake"));
+  const auto d = run("dashboard " + out + " -o " + html);
+  EXPECT_EQ(d.code, 0) << d.out;
+  std::ifstream page(html);
+  const std::string body((std::istreambuf_iterator<char>(page)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(body, "fla/fake"));
+}
+
 // The real harnesses, found in scripts/peers beside the program (build/ -> ../scripts/peers), on a
 // machine without their peer: a skip per point naming what is missing, and the run goes on.
 TEST_F(RunPeers, RealHarnessWithoutItsPeerGivesSkipsWithTheReason) {
