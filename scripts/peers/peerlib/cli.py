@@ -68,11 +68,18 @@ def parse_args(peer, argv, doc):
     return args
 
 
+# What each plan point carries for the harness (gdnbench's contract, docs/report-schema.md "Plan JSON").
+CONTRACT_KEYS = ("work", "tolerances", "inputs")
+
+
 def apply_plan(peer, args, plan):
     """The run's mode and stopping rule: the plan's, with the flags given over them."""
-    if "stopping_rule" not in plan or "mode" not in plan:
-        sys.exit(f"{peer.name}_peer: the plan has no stopping_rule or mode: write it with this gdnbench's "
-                 "`gdnbench plan --config X --json plan.json` (or let `gdnbench run --peers` run the harness)")
+    lacking = [k for k in ("stopping_rule", "mode") if k not in plan]
+    lacking += sorted({k for pt in plan["points"] for k in CONTRACT_KEYS if k not in pt})
+    if lacking:
+        sys.exit(f"{peer.name}_peer: the plan has no {', '.join(lacking)}: an older gdnbench wrote it; write it with "
+                 "this gdnbench's `gdnbench plan --config X --json plan.json` (or let `gdnbench run --peers` run the "
+                 "harness)")
     try:
         args.rule = st.rule_from_plan(plan["stopping_rule"], warmup_runs=args.warmup, min_samples=args.min_samples,
                                       min_time_s=args.min_time, max_noise=args.max_noise, timeout_s=args.timeout)

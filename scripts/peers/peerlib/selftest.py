@@ -93,6 +93,17 @@ def check_rule_from_plan(c):
         c(False, "a plan rule without its fields is refused")
     except ValueError as e:
         c("warmup_runs" in str(e), f"the refusal names what is missing ({e})")
+    from types import SimpleNamespace
+    from . import cli
+    args = SimpleNamespace(warmup=None, min_samples=None, min_time=None, max_noise=None, timeout=None, mode=None)
+    plan = {"mode": "hot", "stopping_rule": plan_rule, "points": [{"work": {}, "tolerances": {}, "inputs": {}}]}
+    cli.apply_plan(peers.PEERS["fla"], args, plan)
+    c(args.mode == "hot" and args.rule.min_samples == 10, "the plan's mode and rule when no flag is given")
+    try:
+        cli.apply_plan(peers.PEERS["fla"], args, {"mode": "cold", "stopping_rule": plan_rule, "points": [{"work": {}}]})
+        c(False, "a plan point without the contract is refused")
+    except SystemExit as e:
+        c("inputs, tolerances" in str(e), f"the refusal names what the plan lacks ({e})")
 
 
 def check_events(c):
