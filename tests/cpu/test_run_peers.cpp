@@ -128,6 +128,25 @@ TEST_F(RunPeers, OneReportHoldsOursAndEveryHarnessWithSkipsAndErrors) {
   EXPECT_FALSE(keys.count(of_variant(rep, "flashinfer/fake")[0]->shape_key()));
 }
 
+// A sweep from -a axes, with --seed and --mode: the harness gets those points, seeds and mode.
+TEST_F(RunPeers, AdHocAxesSeedAndModeReachTheHarness) {
+  const auto out = tmp("adhoc.json");
+  const auto r = run("run --op decode -a batch=1,2 -a heads=2/4 -a head_dim=32 --variant '*cpu' --seed 42 --mode hot "
+                     "--peers fla --peers-dir " + kFakes + " --json " + out + kQuick);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rep = gdn::load_report(out);
+  const auto fla = of_variant(rep, "fla/fake");
+  ASSERT_EQ(fla.size(), 2u);
+  std::set<std::string> ours;
+  for (const auto& c : rep.cases)
+    if (c.origin.kind.empty()) ours.insert(c.shape_key() + " seed " + std::to_string(c.seed) + " " + c.mode);
+  for (const auto* c : fla) {
+    EXPECT_EQ(c->mode, "hot");
+    EXPECT_TRUE(ours.count(c->shape_key() + " seed " + std::to_string(c->seed) + " " + c->mode))
+        << "the peer ran our point with our seed: " << c->shape_key() << " seed " << c->seed;
+  }
+}
+
 TEST_F(RunPeers, UnknownPeerIsExitThreeNamingTheKnownOnes) {
   const auto r = run("run --config " + kTiny + " --peers fla,flashattn --peers-dir " + kFakes);
   EXPECT_EQ(r.code, 3) << r.out;
