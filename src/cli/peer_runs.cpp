@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "report/harness_origin.h"
 #include "run/runner.h"
 
 namespace gdn::cli {
@@ -18,8 +19,6 @@ namespace fs = std::filesystem;
 // The peers gdnbench knows: each one's harness is scripts/peers/<name>_peer.py.
 const std::vector<std::string> kKnownPeers{"fla", "flashinfer", "flashqla"};
 constexpr const char* kKernelHarness = "kernel_peer.py";
-// Records a harness run gives carry this origin kind, and the harness's label as the path.
-constexpr const char* kHarnessOrigin = "harness";
 
 // Beside the program: build/gdnbench (or an installed bin/gdnbench) next to scripts/peers.
 std::string default_peers_dir() {
@@ -102,7 +101,7 @@ std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses,
     // runner dropped them) are left out of its plan.
     std::set<std::string> done;
     for (const auto& r : kept)
-      if (r.origin.kind == kHarnessOrigin && r.origin.path == h.label)
+      if (from_harness(r) && r.origin.path == h.label)
         done.insert(point_identity(r.case_name, r.shape_key(), r.seed));
     nlohmann::json mine = plan;
     mine["points"] = nlohmann::json::array();

@@ -18,6 +18,7 @@
 #include "device/info.h"
 #include "plugin/plugin_loader.h"
 #include "report/baseline_table.h"
+#include "report/harness_origin.h"
 #include "report/peer_table.h"
 #include "report/report.h"
 #include "report/report_lock.h"
@@ -232,7 +233,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   // The harnesses' records stand beside ours as peers; the tables of ours show ours alone.
   std::vector<CaseRecord> ours;
   for (const auto& r : report.cases) {
-    if (r.origin.kind == "harness") peer_cases.push_back(r);
+    if (from_harness(r)) peer_cases.push_back(r);
     else ours.push_back(r);
   }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "report/harness_origin.h"
 #include "report/peer_table.h"
 #include "stats/stats.h"
 
@@ -84,7 +85,13 @@ Current current_records(const std::vector<DashboardReport>& reports, const std::
       peer_reports.push_back(newest);
       continue;
     }
-    for (const auto& c : reports[newest].report.cases) cur.ours.push_back(c), cur.ours_report.push_back(newest);
+    for (const auto& c : reports[newest].report.cases) {
+      if (from_harness(c)) {  // a run --peers report: its harnesses' records are peers
+        cur.peers.push_back(c);
+        continue;
+      }
+      cur.ours.push_back(c), cur.ours_report.push_back(newest);
+    }
   }
   std::stable_sort(peer_reports.begin(), peer_reports.end(), [&](std::size_t a, std::size_t b) {
     return reports[a].report.started_at > reports[b].report.started_at;

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "compare/compare.h"
+#include "report/harness_origin.h"
 
 namespace gdn {
 namespace {
@@ -30,7 +31,7 @@ bool is_ours(const CaseRecord& r) { return r.variant.rfind(r.op() + "/", 0) == 0
 std::string report_source(const RunReport& r) {
   std::set<std::string> peers;
   for (const auto& c : r.cases)
-    if (!is_ours(c)) peers.insert(c.variant.substr(0, c.variant.find('/')));
+    if (!is_ours(c) && !from_harness(c)) peers.insert(c.variant.substr(0, c.variant.find('/')));  // run --peers: still ours
   if (peers.empty()) return "gdnbench";
   std::string s;
   for (const auto& p : peers) s += (s.empty() ? "" : "+") + p;

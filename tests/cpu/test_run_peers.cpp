@@ -14,6 +14,8 @@
 #include <set>
 #include <string>
 
+#include "dashboard/dashboard_data.h"
+#include "report/harness_origin.h"
 #include "report/report.h"
 #include "test_support.h"
 
@@ -225,6 +227,8 @@ TEST_F(RunPeers, HarnessRecordsFlowThroughCompareExportsAndDashboard) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_TRUE(contains(text, "fla/fake")) << text;
   EXPECT_TRUE(contains(read_json(gbench).dump(), "fla/fake"));
+  const auto p = run("peers " + out);
+  EXPECT_EQ(p.code, 0) << "the one report holds the peers: " << p.out;
   const auto d = run("dashboard " + out + " -o " + html);
   EXPECT_EQ(d.code, 0) << d.out;
   std::ifstream page(html);
@@ -283,6 +287,31 @@ TEST(PlanJson, WorkAndTolerancesEqualTheEngines) {
   }
   EXPECT_GT(compared, 0u);
   EXPECT_GT(equal, compared / 2) << "most checks run at the op's tolerance";
+}
+
+// One report holding ours and the harnesses' records shows in the dashboard as ours with the peers
+// beside them, like our report beside the peers' own reports.
+TEST(RunPeersDashboard, HarnessRecordsOfOneReportArePeerColumns) {
+  const std::string dir = std::string(GDN_SOURCE_DIR) + "/tests/data/reports/";
+  gdn::RunReport one = gdn::load_report(dir + "ours.json");
+  const std::size_t ours = one.cases.size();
+  for (auto c : gdn::load_report(dir + "peers.json").cases) {
+    c.origin = {gdn::kHarnessOrigin, c.variant.substr(0, c.variant.find('/')), ""};
+    one.cases.push_back(std::move(c));
+  }
+  const json separate = gdn::dashboard_data({{"ours.json", gdn::load_report(dir + "ours.json")},
+                                             {"peers.json", gdn::load_report(dir + "peers.json")}});
+  const json joined = gdn::dashboard_data({{"one.json", one}});
+  std::size_t rows = 0;
+  for (std::size_t i = 0; i < joined.at("ops").size(); ++i) {
+    const json& a = joined.at("ops")[i];
+    const json& b = separate.at("ops")[i];
+    EXPECT_EQ(a.at("columns"), b.at("columns")) << a.at("op");
+    ASSERT_EQ(a.at("rows").size(), b.at("rows").size()) << a.at("op");
+    for (std::size_t r = 0; r < a.at("rows").size(); ++r) EXPECT_EQ(a.at("rows")[r].at("peers"), b.at("rows")[r].at("peers"));
+    rows += a.at("rows").size();
+  }
+  EXPECT_EQ(rows, ours);
 }
 
 }  // namespace
