@@ -72,7 +72,9 @@ def sections_by_device(named_reports):
                     continue
                 device = gpu_names[0]
             sec = devices.setdefault(device, {}).setdefault(case["op"], Section(case["op"]))
-            sec.add(case, ours, run_date(report), (report.get("config") or {}).get("path", ""))
+            # A `run --peers` report holds the peers' records too (origin kind "harness").
+            mine = ours and (case.get("origin") or {}).get("kind") != "harness"
+            sec.add(case, mine, run_date(report), (report.get("config") or {}).get("path", ""))
     return devices
 
 

@@ -164,6 +164,16 @@ class Performance(unittest.TestCase):
         self.assertEqual(s.roof_median, 55.0)
         self.assertEqual(len(s.rows), 2, "host-timed records are not GPU points")
 
+    def test_one_run_peers_report_is_ours_beside_its_peers(self):
+        # `gdnbench run --peers` writes one report; its harness records (origin kind "harness") are peers.
+        ours, peers = ours_and_peers()
+        one = copy.deepcopy(ours)
+        one["cases"] += [dict(c, origin={"kind": "harness", "path": "fla"}) for c in peers["cases"]]
+        a = pf.OpSummary(pf.sections_by_device(self.folders(ours, peers)[0][1])[GPU]["prefill"])
+        b = pf.OpSummary(pf.sections_by_device(self.folders(one)[0][1])[GPU]["prefill"])
+        self.assertEqual([r.over_best for r in b.rows], [r.over_best for r in a.rows])
+        self.assertEqual((b.compared, b.peer_ahead), (a.compared, a.peer_ahead))
+
     def test_snapshot_and_page(self):
         ours, peers = ours_and_peers()
         folders = self.folders(ours, peers)
