@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "core/axes.h"
 #include "cli/commands.h"
 #include "cli/plugin_option.h"
 #include "config/config.h"
