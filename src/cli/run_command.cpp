@@ -225,7 +225,8 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     plan_opt.shard = opt.shard;
     plan_opt.mode = a.mode;
     plan_opt.rule = opt.rule;
-    auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, a.device, opt.verify);
+    const int device = opt.devices.empty() ? a.device : opt.devices.front();  // --devices: the harnesses use the first
+    auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, device, opt.verify);
     for (auto& r : records) report.cases.push_back(std::move(r));
     if (g_interrupted) report.complete = false, report.finished_at.clear();
     if (!a.json.empty()) write_report(a.json, report);
