@@ -84,9 +84,20 @@ std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
       throw input_error(fmt::format("--kernel '{}': expected MODULE:FUNCTION, e.g. --kernel mykernels:gdn_decode", spec));
     if (!seen.insert("kernel " + spec).second) continue;
     out.push_back({"kernel " + spec, script_in(dir, kKernelHarness, dir_given), {"--kernel", spec},
-                   "python:" + spec + "/harness"});
+                   "python:" + spec + "/harness", true});
   }
   return out;
+}
+
+int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vector<CaseRecord>& records) {
+  bool failed = false, errors = false;
+  for (const auto& r : records)
+    for (const auto& h : harnesses)
+      if (h.judged && r.origin.path == h.label) {
+        failed = failed || r.status == CaseStatus::verify_failed;
+        errors = errors || r.status == CaseStatus::error;
+      }
+  return errors ? kExitRuntime : failed ? kExitVerifyFailed : kExitOk;
 }
 
 std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,

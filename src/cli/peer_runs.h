@@ -28,6 +28,10 @@ void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a);
 // ones), a --kernel that is not module:function, or a missing harness script is input_error (exit 3).
 std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a);
 
+// The exit code the judged harnesses' records give (a --kernel that fails verification: 2, one
+// that errs: 4), 0 when none does; `records` are run_harnesses' (origin path = harness label).
+int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vector<CaseRecord>& records);
+
 // Runs every harness over the plan's points, leaving out the points whose records `kept` (a
 // --resume report's) already holds for that harness; returns the new records.
 std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,

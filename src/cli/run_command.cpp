@@ -216,7 +216,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   report.devices = query_devices();
   check_device_list(opt.devices, report.devices);
 
-  const int rc = run_sweep(cfg, opt, report);
+  int rc = run_sweep(cfg, opt, report);
   if (!harnesses.empty() && !g_interrupted) {
     // The peers on the same points (this shard's, this --op's), seeds, mode and stopping rule.
     PlanJsonOptions plan_opt;
@@ -227,6 +227,9 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     plan_opt.rule = opt.rule;
     const int device = opt.devices.empty() ? a.device : opt.devices.front();  // --devices: the harnesses use the first
     auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, device, opt.verify);
+    // A --kernel under test is judged like ours: a runtime failure outranks a failed verification.
+    if (const int judged = judged_exit_code(harnesses, records); rc == kExitOk || judged == kExitRuntime)
+      rc = std::max(rc, judged);
     for (auto& r : records) report.cases.push_back(std::move(r));
     if (g_interrupted) report.complete = false, report.finished_at.clear();
     if (!a.json.empty()) write_report(a.json, report);

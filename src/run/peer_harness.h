@@ -18,6 +18,9 @@ struct PeerHarness {
   std::string script;                   // the harness file
   std::vector<std::string> extra_args;  // after the common ones: {"--kernel", "mymod:gdn"}
   std::string fallback_variant;         // the variant of the records gdnbench writes for it
+  // A kernel under test (--kernel) sets the exit code as ours do (2 failed verification, 4 an
+  // error); a peer's records never do.
+  bool judged = false;
 };
 
 struct HarnessRunOptions {

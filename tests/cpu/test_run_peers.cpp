@@ -188,6 +188,20 @@ TEST_F(RunPeers, KernelRunsThroughTheSameHarnessRunner) {
   EXPECT_TRUE(contains(missing[0]->reason, "No module named 'missing'")) << missing[0]->reason;
 }
 
+// A --kernel under test is judged like ours: failed verification is exit 2 (a peer's never is).
+TEST_F(RunPeers, KernelThatFailsVerificationIsExitTwo) {
+  const auto out = tmp("wrong.json");
+  const auto r = run("run --config " + kTiny + " --op decode --kernel wrong:gdn --peers-dir " + kFakes + " --json " +
+                     out + kQuick);
+  EXPECT_EQ(r.code, 2) << r.out;
+  const auto rep = gdn::load_report(out);
+  const auto wrong = of_variant(rep, "python:wrong:gdn/fn");
+  ASSERT_EQ(wrong.size(), decode_points().size());
+  EXPECT_EQ(wrong[0]->status, gdn::CaseStatus::verify_failed);
+  const auto peer = run("run --config " + kTiny + " --op decode --peers flashinfer --peers-dir " + kFakes + kQuick);
+  EXPECT_EQ(peer.code, 0) << "a peer's errors leave the exit code to ours: " << peer.out;
+}
+
 TEST_F(RunPeers, ResumeKeepsHarnessRecordsAndShardSplitsThePoints) {
   const auto out = tmp("resume.json");
   const std::string base = "run --config " + kTiny + " --op decode --peers fla --peers-dir " + kFakes + kQuick;

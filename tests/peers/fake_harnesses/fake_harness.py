@@ -7,7 +7,8 @@ does is fixed here, so one folder holds every case the tests need:
               rule, and a deliberately wrong `stats` block (gdnbench recomputes the statistics)
   flashqla    not importable: --check-import fails as the real harness does
   flashinfer  importable; writes its first point's record, then dies with a traceback
-  kernel      --kernel MODULE:FUNCTION; importable when MODULE is `good`, else not
+  kernel      --kernel MODULE:FUNCTION; importable when MODULE is `good` or `wrong` (whose records
+              fail verification), else not
 """
 
 import argparse
@@ -31,10 +32,12 @@ def main(name):
     p.add_argument("--check-import", action="store_true")
     p.add_argument("--kernel", default="")
     args = p.parse_args()
-    importable = name in ("fla", "flashinfer") or (name == "kernel" and args.kernel.startswith("good:"))
+    module = args.kernel.split(":")[0]
+    importable = name in ("fla", "flashinfer") or (name == "kernel" and module in ("good", "wrong"))
+    wrong = name == "kernel" and module == "wrong"
     if args.check_import:
         if not importable:
-            what = args.kernel.split(":")[0] if name == "kernel" else name
+            what = module if name == "kernel" else name
             print(f"{name}: cannot import {what} (No module named '{what}'); pip install {what}")
             return 1
         print(f"{name} 0.0-fake: torch none")
@@ -51,14 +54,16 @@ def main(name):
         if name == "flashinfer" and i == 1:
             raise RuntimeError("fake harness crash in the second point")
         samples = [FAKE_SPAN_S + 1e-9 * (k % 3) for k in range(rule["min_samples"])]
-        wrong = {k: 1.0 for k in ("min", "p10", "p25", "median", "mean", "p75", "p90", "max", "stdev",
+        bogus = {k: 1.0 for k in ("min", "p10", "p25", "median", "mean", "p75", "p90", "max", "stdev",
                                   "rel_stdev", "noise")}
-        wrong["n"] = len(samples)
-        timing = rp.timing_json("fake-timer", samples, wrong, True, "noise", 0.01, [], 0.0, float("nan"))
-        checks = [rp.check_json(t, 1e-4, 1e-4, tol, 1, 0, True) for t, tol in point["tolerances"].items()]
-        verification = rp.verification_json(not args.no_verify, True, "full", 0.0, checks if not args.no_verify else [])
-        rec = rp.record_json(point, variant, plan["mode"], device["name"], status="ok", verification=verification,
-                             timing=timing, work=point["work"])
+        bogus["n"] = len(samples)
+        timing = rp.timing_json("fake-timer", samples, bogus, True, "noise", 0.01, [], 0.0, float("nan"))
+        err = 0.5 if wrong else 1e-4
+        checks = [rp.check_json(t, err, err, tol, 1, 0, err <= tol) for t, tol in point["tolerances"].items()]
+        verification = rp.verification_json(not args.no_verify, not wrong, "full", 0.0,
+                                            checks if not args.no_verify else [])
+        rec = rp.record_json(point, variant, plan["mode"], device["name"], status="verify_failed" if wrong else "ok",
+                             verification=verification, timing=timing, work=point["work"])
         report["cases"].append(rec)
         rp.write_atomic(args.out, report)
     report["finished_at"] = rp.now_iso()
