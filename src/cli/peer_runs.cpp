@@ -89,6 +89,12 @@ std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
   return out;
 }
 
+void check_kernels_import(const std::vector<PeerHarness>& harnesses, const std::string& python) {
+  for (const auto& h : harnesses)
+    if (h.judged)
+      if (auto why = harness_import_problem(h, python); !why.empty()) throw input_error(fmt::format("--kernel: {}", why));
+}
+
 int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vector<CaseRecord>& records) {
   bool failed = false, errors = false;
   for (const auto& r : records)

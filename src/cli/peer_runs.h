@@ -28,6 +28,10 @@ void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a);
 // ones), a --kernel that is not module:function, or a missing harness script is input_error (exit 3).
 std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a);
 
+// A --kernel that cannot be imported is bad input (exit 3, with the import error), found before
+// anything runs; a peer that cannot be imported is not (its records say why).
+void check_kernels_import(const std::vector<PeerHarness>& harnesses, const std::string& python);
+
 // The exit code the judged harnesses' records give (a --kernel that fails verification: 2, one
 // that errs: 4), 0 when none does; `records` are run_harnesses' (origin path = harness label).
 int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vector<CaseRecord>& records);

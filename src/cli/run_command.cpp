@@ -144,6 +144,7 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     fmt::print(stderr, "gdnbench: no --json: results go to the terminal only; pass --json FILE to keep a report\n");
   // The harnesses --peers and --kernel name: an unknown peer is refused before anything runs.
   const auto harnesses = child ? std::vector<PeerHarness>{} : resolve_harnesses(a.peer_run);
+  check_kernels_import(harnesses, a.peer_run.python);
   if (!a.peer_markdown.empty() && a.peers.empty() && harnesses.empty())
     throw input_error("--peer-markdown needs --peer or --peers");
   auto cfg = adhoc ? adhoc_config(a.op, a.axes, a.variant) : a.axes.empty() ? load_config(path)

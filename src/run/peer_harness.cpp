@@ -48,18 +48,6 @@ std::vector<CaseRecord> records_for_all(const PeerHarness& h, const nlohmann::js
   return out;
 }
 
-// Why the harness cannot run here ("" when its --check-import passes).
-std::string import_problem(const PeerHarness& h, const HarnessRunOptions& opt) {
-  std::vector<std::string> argv{opt.python, h.script, "--check-import"};
-  argv.insert(argv.end(), h.extra_args.begin(), h.extra_args.end());
-  const TeeResult r = run_tee(argv, false, true);
-  if (r.spawn_error == ENOENT)
-    return fmt::format("the Python interpreter '{}' was not found (give one with --python PATH)", opt.python);
-  if (r.ok()) return "";
-  const std::string why = last_line(r.tail);
-  return fmt::format("{} is not importable here: {}", h.label, why.empty() ? "its --check-import " + r.how_it_ended() : why);
-}
-
 // The harness's own records: statistics recomputed from the samples, the work model gdnbench's.
 void adopt(CaseRecord& r) {
   r.work = op_def(r.shape.op).work(r.shape);
@@ -68,6 +56,17 @@ void adopt(CaseRecord& r) {
 }
 
 }  // namespace
+
+std::string harness_import_problem(const PeerHarness& h, const std::string& python) {
+  std::vector<std::string> argv{python, h.script, "--check-import"};
+  argv.insert(argv.end(), h.extra_args.begin(), h.extra_args.end());
+  const TeeResult r = run_tee(argv, false, true);
+  if (r.spawn_error == ENOENT)
+    return fmt::format("the Python interpreter '{}' was not found (give one with --python PATH)", python);
+  if (r.ok()) return "";
+  const std::string why = last_line(r.tail);
+  return fmt::format("{} is not importable here: {}", h.label, why.empty() ? "its --check-import " + r.how_it_ended() : why);
+}
 
 std::string point_identity(const std::string& case_name, const std::string& shape_key, uint64_t seed) {
   return fmt::format("{}|{}|{}", case_name, shape_key, seed);
@@ -86,7 +85,7 @@ CaseRecord record_for_point(const nlohmann::json& point, const std::string& vari
 
 std::vector<CaseRecord> run_peer_harness(const PeerHarness& h, const nlohmann::json& plan, const HarnessRunOptions& opt) {
   if (plan.at("points").empty()) return {};
-  if (auto why = import_problem(h, opt); !why.empty()) {
+  if (auto why = harness_import_problem(h, opt.python); !why.empty()) {
     fmt::print(stderr, "gdnbench: {}: every point is a skip ({})\n", h.label, why);
     return records_for_all(h, plan, CaseStatus::skipped, why);
   }

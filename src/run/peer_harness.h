@@ -34,6 +34,10 @@ struct HarnessRunOptions {
 // gdnbench from the samples each record carries (one stats engine), the work model gdnbench's.
 std::vector<CaseRecord> run_peer_harness(const PeerHarness& h, const nlohmann::json& plan, const HarnessRunOptions& opt);
 
+// Why the harness cannot run here ("" when its --check-import passes): a missing interpreter, or
+// the last line of what its import check printed.
+std::string harness_import_problem(const PeerHarness& h, const std::string& python);
+
 // A plan point's record that gdnbench writes itself (status and reason set by the caller).
 CaseRecord record_for_point(const nlohmann::json& point, const std::string& variant, const std::string& mode);
 
