@@ -21,3 +21,6 @@ if ! command -v nvcc >/dev/null 2>&1; then
   for d in /usr/local/cuda/bin /usr/local/cuda-13.0/bin; do [ -x "$d/nvcc" ] && export PATH="$d:$PATH"; done
 fi
 command -v nvcc >/dev/null 2>&1 || { echo "error: nvcc (CUDA toolkit 13) not found" >&2; exit 4; }
+# The Python-kernel tests (tests/python-kernel) run torch on the CPU; without it they skip.
+# (An if, not `&&`: this file is sourced, and its last status is the caller's.)
+if [ -n "${GDN_TORCH_DEPS:-}" ]; then bash "$(dirname "${BASH_SOURCE[0]}")/install-torch.sh"; fi

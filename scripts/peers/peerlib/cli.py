@@ -51,6 +51,8 @@ def parse_args(peer, argv, doc):
     p.add_argument("--write-sample-report", metavar="PATH", help="write a schema-test report (no measurement) and exit")
     p.add_argument("--list", action="store_true", help="print what would run for each plan point and exit")
     p.add_argument("--check-import", action="store_true", help="import the peer, print its versions and kernels, exit")
+    for flags, kwargs in peer.extra_args:
+        p.add_argument(*flags, **kwargs)
     args = p.parse_args(argv)
     args.ops = [o for o in args.ops.split(",") if o]
     bad = [o for o in args.ops if o not in peer.variants]
@@ -175,6 +177,23 @@ def check_import(peer):
     return 0
 
 
+def on_host(peer, args, have_cuda):
+    """Whether this run is torch on the CPU: a harness that can (runs_on_host), without a CUDA
+    device or with --cpu. There is no graph on the host (as for gdnbench's CPU variants)."""
+    host = peer.runs_on_host and (getattr(args, "cpu", False) or not have_cuda)
+    if host and args.mode == "graph":
+        sys.exit(f"{peer.name}_peer: --mode graph needs a CUDA device (there is no graph on the host)")
+    return host
+
+
+def gpu_versions(host):
+    """Triton's version for the report's harness block (the GPU path imports it; the host does not)."""
+    if host:
+        return {}
+    import triton
+    return {"triton": triton.__version__}
+
+
 def run(peer, args, argv):
     import torch
 
@@ -183,20 +202,22 @@ def run(peer, args, argv):
 
     plan = load_plan(peer, args.plan)
     apply_plan(peer, args, plan)
-    if not torch.cuda.is_available():
+    host = on_host(peer, args, torch.cuda.is_available())
+    if not host and not torch.cuda.is_available():
         sys.exit(f"{peer.name}_peer: torch sees no CUDA device (this harness times GPU kernels)")
-    torch.cuda.set_device(args.device)
+    if not host:
+        torch.cuda.set_device(args.device)
     try:
         loaded = peer.load()
     except ImportError as e:
         sys.exit(f"{peer.name}_peer: cannot import {peer.title} ({e}); {peer.install_hint}")
-    import triton
-    harness = {"name": peer.script, "torch": torch.__version__, "triton": triton.__version__, **loaded.harness,
-               "stopping_rule": vars(args.rule), "timing_method": runner.timing_method(args.mode),
+    harness = {"name": peer.script, "torch": torch.__version__, **gpu_versions(host), **loaded.harness,
+               "stopping_rule": vars(args.rule), "timing_method": runner.timing_method(args.mode, host),
                "inputs": "docs/method.md 3 distributions drawn with torch.Generator(seed) on the device (not gdnbench's numbers)"}
     report = rp.report_json(loaded.version, [f"{peer.name}_peer.py", *argv], plan, args.mode,
-                            [devices.device_info(args.device)], rp.now_iso(), harness, tool_name=peer.name)
-    r = runner.Runner(args, peer, loaded, args.device, report, args.out)
+                            [] if host else [devices.device_info(args.device)], rp.now_iso(), harness,
+                            tool_name=peer.name)
+    r = runner.Runner(args, peer, loaded, None if host else args.device, report, args.out)
     if args.resume:
         old = resumable_report(peer, args.out, loaded.version, args.mode)
         report["devices"] = merged_devices(report["devices"], old)
@@ -205,7 +226,7 @@ def run(peer, args, argv):
             r.done.add((c["case"], c["variant"], c["shape_key"], c["seed"]))
     r.save()
     todo = selected_points(args, plan)
-    print(f"{peer.name}_peer: {peer.title} {loaded.version} on {report['devices'][0]['name']}, mode {args.mode}, "
+    print(f"{peer.name}_peer: {peer.title} {loaded.version} on {r.device_name}, mode {args.mode}, "
           f"{len(todo)} points ({len(r.done)} records kept from the previous run)", file=sys.stderr)
     start, left = time.monotonic(), 0
     for i, point in enumerate(todo):

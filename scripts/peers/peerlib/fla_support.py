@@ -102,14 +102,20 @@ def plan_point(shape, variant, caps=None):
     if s["op"] == "mtp" and s["cache_intermediate"]:
         p.skip = "FLA's fused_recurrent_gated_delta_rule has no intermediate-state output (cache_intermediate)"
         return p
-    p.notes.append("pool: FLA has no in-place state pool; the named slots are gathered into a dense "
-                   "initial_state outside the timed region and FLA writes a new final-state tensor "
+    dense_state_notes(s, p)
+    _raw_gate(s, variant, caps, p)
+    return p
+
+
+def dense_state_notes(s, p, who="FLA"):
+    """What a decode/mtp point run through FLA's dense-state call differs in (FLA, and any
+    function called in its convention: kernel_rules.py)."""
+    p.notes.append(f"pool: {who} has no in-place state pool; the named slots are gathered into a dense "
+                   f"initial_state outside the timed region and {who} writes a new final-state tensor "
                    "(same bytes: B states read, B written)")
     p.differences.append("pool slots gathered outside timing, final state to a new tensor")
     if s["indices"] == "padded":
-        p.notes.append("padding rows (index -1) dropped before the call: FLA runs the valid rows only")
+        p.notes.append(f"padding rows (index -1) dropped before the call: {who} runs the valid rows only")
         p.differences.append("padding rows dropped")
     if s["op"] == "mtp" and not s["update_state"]:
         p.notes.append("update_state off: output_final_state=False (no state written)")
-    _raw_gate(s, variant, caps, p)
-    return p

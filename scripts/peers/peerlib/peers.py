@@ -19,6 +19,8 @@ class PeerDef:
     sample_skip: tuple  # (case of tests/peers/schema-points.yaml, variant) the rules skip: the sample report's skip
     skip_word: str      # a word of that skip's reason (the C++ schema test looks for it)
     graph_skip: dict = None  # variant -> why it cannot be captured in a CUDA graph (--mode graph)
+    extra_args: tuple = ()   # ((flags, argparse kwargs), ...): options of this harness only
+    runs_on_host: bool = False  # torch on the CPU where no CUDA device is (kernel_peer.py)
 
 
 def _load_fla():

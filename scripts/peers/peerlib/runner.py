@@ -9,16 +9,25 @@ import traceback
 
 import torch
 
-from . import inputs
+from . import host_timing, inputs
 from . import report as rp
 from . import shapes as sh
-from . import timing as tm
 from .runner_text import timing_method
 from .verify import verify_call
 
 class Runner:
     def __init__(self, args, peer, loaded, device_index, report, out_path):
         self.args, self.peer, self.loaded, self.report, self.out_path = args, peer, loaded, report, out_path
+        # device_index None: no CUDA device (or --cpu): torch on the CPU, timed by the host clock.
+        self.host = device_index is None
+        self.cupti_failed = False
+        self.done = set()  # (case, variant, shape_key, seed) already in the report (--resume)
+        self.rule = args.rule
+        if self.host:
+            self.device, self.device_name = torch.device("cpu"), host_timing.device_name(report)
+            self.boundary, self.clock = host_timing.HostFlush(report["host"]["llc_bytes"], args.mode != "hot"), None
+            return
+        from . import timing as tm  # Triton: the GPU path only
         self.device = torch.device("cuda", device_index)
         self.device_name = torch.cuda.get_device_name(device_index)
         self.rule = args.rule
@@ -29,6 +38,10 @@ class Runner:
         self.clock = tm.SmClock(uuid)
         self.cupti_failed = False
         self.done = set()  # (case, variant, shape_key, seed) already in the report (--resume)
+
+    def sync(self):
+        if not self.host:
+            torch.cuda.synchronize()
 
     def log(self, text):
         print(text, file=sys.stderr, flush=True)
@@ -85,7 +98,9 @@ class Runner:
         rec = rp.record_json(point, plan.variant, self.args.mode, self.device_name, status=status, reason=reason,
                              notes=plan.notes, **kw)
         rec["function"] = plan.function
-        rec["timing_method"] = timing_method(self.args.mode) if rec["timing"] else ""
+        rec["timing_method"] = timing_method(self.args.mode, self.host) if rec["timing"] else ""
+        if getattr(self.loaded, "origin", None):
+            rec["origin"] = self.loaded.origin  # where an external variant's code came from (as a C plugin's)
         return rec
 
     def run_variant(self, point, s, plan, tensors, work, ref_cache):
@@ -99,7 +114,7 @@ class Runner:
         first = time.monotonic()
         try:
             call()  # the first call compiles (CuTe DSL, TileLang, Triton)
-            torch.cuda.synchronize()
+            self.sync()
         except torch.cuda.OutOfMemoryError as e:
             torch.cuda.empty_cache()
             return self.record(point, plan, "error", f"out of GPU memory: {_message(e)}", work=work)
@@ -111,7 +126,7 @@ class Runner:
         try:
             for _ in range(max(self.rule.warmup_runs - 1, 0)):
                 call()
-            torch.cuda.synchronize()
+            self.sync()
             verification = self.verify(call, s, point["tolerances"], ref_cache)
             timing, timer_notes = self.time(call)
         except torch.cuda.OutOfMemoryError as e:
@@ -142,6 +157,9 @@ class Runner:
     # ---- timing -------------------------------------------------------------------------------
 
     def time(self, call):
+        if self.host:
+            return host_timing.time_call(call, self.boundary, self.rule)
+        from . import timing as tm  # Triton: the GPU path only
         notes = []
         launch = tm.capture_graph(call) if self.args.mode == "graph" else call
         m = None

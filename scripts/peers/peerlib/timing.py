@@ -11,18 +11,14 @@ Graph mode (as gdnbench's): the call is captured once in a CUDA graph and each s
 the flush stays before it and outside the graph. Timer "cuda-graph-events": CUDA events around a
 graph replay; the fallback when CUPTI through torch.profiler fails (the record says so)."""
 
-import math
-import time
-
 import torch
 import triton
 import triton.language as tl
 
-from . import stats as st
 from .events import split_samples
+from .measure import measure  # noqa: F401 - the loop every timer shares
 
 MIN_FLUSH_BYTES = 64 << 20
-MAX_BATCH_WALL_S = 1.0
 
 
 @triton.jit(do_not_specialize=["value"])
@@ -140,40 +136,3 @@ class SmClock:
             return float(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
         except Exception:  # noqa: BLE001
             return 0.0
-
-
-def measure(timer, rule, clock=None):
-    """gdnbench's measurement loop over batches of samples (warm-up done by the caller)."""
-    t0 = time.monotonic()
-    samples, kernels, clocks = [], [], []
-    batch, reason = max(rule.min_samples, 1), ""
-    while True:
-        b0 = time.monotonic()
-        got = timer.batch(batch)
-        batch_wall = time.monotonic() - b0
-        if clock is not None and clock.mhz() > 0:
-            clocks.append(clock.mhz())
-        for span, ks in got:
-            samples.append(span)
-            kernels.append(ks)
-        now = time.monotonic() - t0
-        stop, reason = st.should_stop(rule, samples, now)
-        if stop:
-            break
-        per_sample = max(batch_wall / len(got), 1e-9)
-        cap = max(32.0, len(samples) / 16.0)
-        cap = min(cap, max(1.0, math.floor(MAX_BATCH_WALL_S / per_sample)))
-        if now < rule.timeout_s:
-            cap = min(cap, max(1.0, math.ceil((rule.timeout_s - now) / per_sample)))
-        if rule.max_samples > 0:
-            cap = min(cap, float(rule.max_samples - min(len(samples), rule.max_samples)))
-        batch = int(max(1.0, min(batch * 2.0, cap)))
-    stats = st.compute_stats(samples, rule.noise)
-    breakdown = st.kernel_breakdown(kernels, stats["median"]) if any(kernels) else []
-    sums = sorted(sum(s for _, s in ks) for ks in kernels if ks)
-    return {
-        "samples": samples, "stats": stats, "converged": reason == "noise", "stop_reason": reason,
-        "wall_s": time.monotonic() - t0, "kernels": breakdown,
-        "sm_clock_mhz": st.quantile_sorted(sorted(clocks), 0.5) if clocks else 0.0,
-        "kernels_sum_median_s": st.quantile_sorted(sums, 0.5) if sums else math.nan,
-    }
