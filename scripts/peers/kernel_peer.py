@@ -42,7 +42,7 @@ def main(argv):
         return BAD_INPUT
     if not known.kernel:
         if known.help:
-            print(__doc__)
+            print(__doc__ + "\n\nEvery option, with its default: kernel_peer.py --kernel MODULE:FUNCTION --help")
             return 0
         print("kernel_peer: --kernel module:function is required (see --help)", file=sys.stderr)
         return BAD_INPUT
