@@ -9,12 +9,13 @@ examples/python-kernel/, then gdnbench itself on the reports:
 - gdn_wrong.py (every beta taken as 1) is verify_failed on every point it runs;
 - a function's gdnbench_supports and gdnbench_name are honoured (tests/python-kernel/declining.py);
 - every record names its origin (kind python, the file's path and SHA-256), device "host: ...",
-  timer "host";
+  timer "host" (with --gpu: the CUDA device's name and the CUPTI or CUDA-event timer);
 - `gdnbench compare` passes the correct report against itself and fails the wrong one (exit 1),
   and `gdnbench run --peer ... --baseline py:...` tabulates the function beside the CPU variants.
 
 Needs torch: where neither python3 nor GDN_TORCH_SITE (default ~/.cache/gdnbench/torch-site,
-scripts/install-torch.sh) gives one, exits 77 (ctest's skip) with the reason. Prints
+scripts/install-torch.sh) gives one, exits 77 (ctest's skip) with the reason; so does --gpu (the
+same on a CUDA device, ctest python_kernel.gpu) where torch sees no CUDA device. Prints
 "N passed, M failed"."""
 
 import argparse
@@ -83,7 +84,7 @@ def sha256(path):
         return hashlib.sha256(f.read()).hexdigest()
 
 
-def check_records(c, report, name, module_file, variant):
+def check_records(c, report, name, module_file, variant, gpu):
     cases = report["cases"]
     c(len(cases) == 16, f"{name}: 16 records (one per plan point), got {len(cases)}")
     c(report["tool"]["name"] == "kernel" and report["command"] == "peer", f"{name}: tool kernel, command peer")
@@ -95,8 +96,13 @@ def check_records(c, report, name, module_file, variant):
         c(o.get("kind") == "python" and o.get("path") == module_file and o.get("sha256") == sha256(module_file),
           f"{where}: origin {o} names {module_file} and its sha256")
         if r["status"] in ("ok", "verify_failed"):
-            c(r["device"].startswith("host: "), f"{where}: device '{r['device']}' is the host")
-            c(r["timing"]["timer"] == "host" and r["timing"]["stats"]["n"] >= 1, f"{where}: host timer with samples")
+            if gpu:
+                c(not r["device"].startswith("host: "), f"{where}: device '{r['device']}' is the GPU")
+                c(r["timing"]["timer"] != "host", f"{where}: timer {r['timing']['timer']} is a GPU timer")
+            else:
+                c(r["device"].startswith("host: "), f"{where}: device '{r['device']}' is the host")
+                c(r["timing"]["timer"] == "host", f"{where}: host timer")
+            c(r["timing"]["stats"]["n"] >= 1, f"{where}: samples")
             scope = r["verification"]["scope"]
             c(r["verification"]["ran"] and (scope == "full" or scope.startswith("full (")), f"{where}: verified in full")
     return cases
@@ -106,12 +112,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gdnbench", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--gpu", action="store_true", help="the same on a CUDA device (exit 77 without one)")
     a = ap.parse_args()
     env = torch_env()
     if env is None:
         print("torch is not importable (python3, nor GDN_TORCH_SITE / ~/.cache/gdnbench/torch-site): "
               "scripts/install-torch.sh installs it")
         return SKIP
+    if a.gpu:
+        probe = [sys.executable, "-c", "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"]
+        if subprocess.run(probe, env=env, capture_output=True).returncode != 0:
+            print("torch sees no CUDA device: the GPU form of this test needs one")
+            return SKIP
     os.makedirs(a.out, exist_ok=True)
     c = Checker()
     plan = os.path.join(a.out, "plan.json")
@@ -127,7 +139,7 @@ def main():
     # The correct function in FLA's convention: every point it runs verifies.
     p, ok = harness(env, a.out, f"{torch_py}:gated_delta_rule", "correct")
     if c(ok is not None, f"correct example: exit {p.returncode}"):
-        cases = check_records(c, ok, "correct", torch_py, "py:gdn_torch/gated_delta_rule")
+        cases = check_records(c, ok, "correct", torch_py, "py:gdn_torch/gated_delta_rule", a.gpu)
         for r in cases:
             where = f"correct {r['case']} {r['shape_key']}"
             if r["shape"]["op"] == "mtp" and r["shape"]["cache_intermediate"]:
@@ -139,7 +151,7 @@ def main():
     # The same recurrence through the adapter form: every point, the mtp cache included.
     p, adapter = harness(env, a.out, f"{torch_py}:gdnbench_adapter", "adapter", "--convention", "gdnbench")
     if c(adapter is not None, f"adapter: exit {p.returncode}"):
-        cases = check_records(c, adapter, "adapter", torch_py, "py:gdn_torch/gdnbench_adapter")
+        cases = check_records(c, adapter, "adapter", torch_py, "py:gdn_torch/gdnbench_adapter", a.gpu)
         for r in cases:
             c(r["status"] == "ok" and r["verification"]["pass"], f"adapter {r['case']} {r['shape_key']}: {r['status']} "
               f"{r['reason']}")
@@ -150,7 +162,7 @@ def main():
     # The deliberately wrong function: verification catches it on every point it runs.
     p, wrong = harness(env, a.out, f"{wrong_py}:gated_delta_rule", "wrong")
     if c(wrong is not None, f"wrong example: exit {p.returncode}"):
-        cases = check_records(c, wrong, "wrong", wrong_py, "py:gdn_wrong/gated_delta_rule")
+        cases = check_records(c, wrong, "wrong", wrong_py, "py:gdn_wrong/gated_delta_rule", a.gpu)
         ran = [r for r in cases if r["status"] != "skipped"]
         c(len(ran) == 14, f"wrong: 14 points ran, got {len(ran)}")
         for r in ran:
@@ -179,13 +191,15 @@ def main():
         c(p.returncode == 3 and word in p.stderr, f"--kernel {spec}: exit {p.returncode}, '{word}' in: {p.stderr}")
 
     # gdnbench on the reports.
+    okf, wrongf = os.path.join(a.out, "correct.json"), os.path.join(a.out, "wrong.json")
     if ok is not None and wrong is not None:
-        okf, wrongf = os.path.join(a.out, "correct.json"), os.path.join(a.out, "wrong.json")
         p = run([a.gdnbench, "compare", okf, okf], env, "compare")
         c(p.returncode == 0 and "PASS" in p.stdout, f"compare correct correct: exit {p.returncode}\n{p.stdout[-2000:]}")
         p = run([a.gdnbench, "compare", wrongf, wrongf], env, "compare")
         c(p.returncode == 1 and "failed-verification" in p.stdout,
           f"compare wrong wrong: exit {p.returncode} (1: verification failures)\n{p.stdout[-2000:]}")
+    # The CPU variants stand beside the function on the host only (a table pairs one device).
+    if ok is not None and wrong is not None and not a.gpu:
         base = "py:gdn_torch/gated_delta_rule"
         p = run([a.gdnbench, "run", "--config", os.path.join(ROOT, "configs", "python-kernel-cpu.yaml"), "--json",
                  os.path.join(a.out, "ours.json"), "--host-timeout", "0.2", "--peer", okf, "--peer", wrongf,
