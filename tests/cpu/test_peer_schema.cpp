@@ -67,10 +67,16 @@ void expect_close(double a, double b, const std::string& what) {
   EXPECT_NEAR(a, b, 1e-12 * std::max(std::abs(a), std::abs(b))) << what;
 }
 
+// torch for the tests that need it: the current python3's, else the folder scripts/install-torch.sh
+// fills (CI's GDN_TORCH_DEPS), as tests/python-kernel finds it.
+const std::string kWithTorch =
+    "PYTHONPATH=\"${GDN_TORCH_SITE:-$HOME/.cache/gdnbench/torch-site}${PYTHONPATH:+:$PYTHONPATH}\" ";
+
 // Runs tests/peers/NAME, which prints "N passed, M failed" and exits 0 only when all passed.
-void expect_python_test_passes(const std::string& name) {
+void expect_python_test_passes(const std::string& name, const std::string& env = "") {
   const auto log = temp_file(name + ".log");
-  const int rc = run_shell("python3 '" + std::string(GDN_SOURCE_DIR) + "/tests/peers/" + name + "' > '" + log + "' 2>&1");
+  const int rc =
+      run_shell(env + "python3 '" + std::string(GDN_SOURCE_DIR) + "/tests/peers/" + name + "' > '" + log + "' 2>&1");
   const auto out = read_text(log);
   fs::remove(log);
   EXPECT_EQ(rc, 0) << out;
@@ -83,10 +89,11 @@ TEST(PeerHarness, MappingAgainstFakePeerModulesPasses) {
 }
 
 // The torch path (inputs, TorchOps, MappedCall, verification) against numeric stand-ins of the
-// peers; needs torch, which CI machines may not have.
+// peers; needs torch (CI installs it: GDN_TORCH_DEPS).
 TEST(PeerHarness, NumericsAgainstStandInPeersPass) {
-  if (run_shell("python3 -c 'import torch' >/dev/null 2>&1") != 0) GTEST_SKIP() << "torch is not importable";
-  expect_python_test_passes("test_peer_numerics.py");
+  if (run_shell(kWithTorch + "python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "torch is not importable (scripts/install-torch.sh installs it)";
+  expect_python_test_passes("test_peer_numerics.py", kWithTorch);
 }
 
 TEST(PeerHarness, SelfTestPasses) {
