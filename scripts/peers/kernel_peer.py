@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Your own PyTorch-style GDN function verified and timed on the points of a gdnbench plan, like
 any variant: the same inputs, fp64 reference, stopping rule and report schema as the peer
-harnesses, one record per point with the variant "py:<module>/<function>" and the module file's
+harnesses, one record per point with the variant "python:<module>/<function>" and the module file's
 path and SHA-256 (`origin`).
 
     gdnbench plan --config configs/python-kernel-cpu.yaml --json plan.json

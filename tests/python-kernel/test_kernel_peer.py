@@ -11,7 +11,9 @@ examples/python-kernel/, then gdnbench itself on the reports:
 - every record names its origin (kind python, the file's path and SHA-256), device "host: ...",
   timer "host" (with --gpu: the CUDA device's name and the CUPTI or CUDA-event timer);
 - `gdnbench compare` passes the correct report against itself and fails the wrong one (exit 1),
-  and `gdnbench run --peer ... --baseline py:...` tabulates the function beside the CPU variants.
+  and `gdnbench run --peer ... --baseline python:...` tabulates the function beside the CPU variants;
+- `gdnbench run --kernel` runs this harness in one command: exit 0 for the correct function, 2 for
+  the wrong one, 3 for a file that does not exist.
 
 Needs torch: where neither python3 nor GDN_TORCH_SITE (default ~/.cache/gdnbench/torch-site,
 scripts/install-torch.sh) gives one, exits 77 (ctest's skip) with the reason; so does --gpu (the
@@ -139,7 +141,7 @@ def main():
     # The correct function in FLA's convention: every point it runs verifies.
     p, ok = harness(env, a.out, f"{torch_py}:gated_delta_rule", "correct")
     if c(ok is not None, f"correct example: exit {p.returncode}"):
-        cases = check_records(c, ok, "correct", torch_py, "py:gdn_torch/gated_delta_rule", a.gpu)
+        cases = check_records(c, ok, "correct", torch_py, "python:gdn_torch/gated_delta_rule", a.gpu)
         for r in cases:
             where = f"correct {r['case']} {r['shape_key']}"
             if r["shape"]["op"] == "mtp" and r["shape"]["cache_intermediate"]:
@@ -151,7 +153,7 @@ def main():
     # The same recurrence through the adapter form: every point, the mtp cache included.
     p, adapter = harness(env, a.out, f"{torch_py}:gdnbench_adapter", "adapter", "--convention", "gdnbench")
     if c(adapter is not None, f"adapter: exit {p.returncode}"):
-        cases = check_records(c, adapter, "adapter", torch_py, "py:gdn_torch/gdnbench_adapter", a.gpu)
+        cases = check_records(c, adapter, "adapter", torch_py, "python:gdn_torch/gdnbench_adapter", a.gpu)
         for r in cases:
             c(r["status"] == "ok" and r["verification"]["pass"], f"adapter {r['case']} {r['shape_key']}: {r['status']} "
               f"{r['reason']}")
@@ -162,7 +164,7 @@ def main():
     # The deliberately wrong function: verification catches it on every point it runs.
     p, wrong = harness(env, a.out, f"{wrong_py}:gated_delta_rule", "wrong")
     if c(wrong is not None, f"wrong example: exit {p.returncode}"):
-        cases = check_records(c, wrong, "wrong", wrong_py, "py:gdn_wrong/gated_delta_rule", a.gpu)
+        cases = check_records(c, wrong, "wrong", wrong_py, "python:gdn_wrong/gated_delta_rule", a.gpu)
         ran = [r for r in cases if r["status"] != "skipped"]
         c(len(ran) == 14, f"wrong: 14 points ran, got {len(ran)}")
         for r in ran:
@@ -174,7 +176,7 @@ def main():
     p, declining = harness(env_here, a.out, "declining:gated_delta_rule", "declining", "--ops", "decode,mtp")
     if c(declining is not None, f"declining: exit {p.returncode}"):
         for r in declining["cases"]:
-            c(r["variant"] == "py:declining", f"declining: variant {r['variant']} (gdnbench_name)")
+            c(r["variant"] == "python:declining", f"declining: variant {r['variant']} (gdnbench_name)")
             if r["op"] == "decode":
                 c(r["status"] == "skipped" and r["reason"] == "the function declines: no decode here",
                   f"declining decode: {r['status']} '{r['reason']}'")
@@ -200,7 +202,7 @@ def main():
           f"compare wrong wrong: exit {p.returncode} (1: verification failures)\n{p.stdout[-2000:]}")
     # The CPU variants stand beside the function on the host only (a table pairs one device).
     if ok is not None and wrong is not None and not a.gpu:
-        base = "py:gdn_torch/gated_delta_rule"
+        base = "python:gdn_torch/gated_delta_rule"
         p = run([a.gdnbench, "run", "--config", os.path.join(ROOT, "configs", "python-kernel-cpu.yaml"), "--json",
                  os.path.join(a.out, "ours.json"), "--host-timeout", "0.2", "--peer", okf, "--peer", wrongf,
                  "--baseline", base], env, "run")
@@ -211,8 +213,31 @@ def main():
             c(f"{op}/cpu" in table, f"the baseline table has {op}/cpu beside the Python kernel")
         c("gdn_wrong" not in table, "the wrong example's verify_failed records give no number in the table")
 
+    check_run_kernel(c, a, env, torch_py, wrong_py)
     print(f"{c.passed} passed, {c.failed} failed")
     return 0 if c.failed == 0 else 1
+
+
+def check_run_kernel(c, a, env, torch_py, wrong_py):
+    """One command: `gdnbench run --kernel` runs this harness itself, beside our CPU variants; its
+    exit code is the function's verdict (0, 2 failed verification, 3 not importable)."""
+    config = os.path.join(ROOT, "configs", "python-kernel-cpu.yaml")
+    quick = ["--timeout", "0.2", "--host-timeout", "0.2", "--min-time", "0.01"]
+    for kernel, name, want in ((f"{torch_py}:gated_delta_rule", "run-correct", 0),
+                               (f"{wrong_py}:gated_delta_rule", "run-wrong", 2)):
+        out = os.path.join(a.out, f"{name}.json")
+        p = run([a.gdnbench, "run", "--config", config, "--kernel", kernel, "--json", out, *quick], env, name)
+        if not c(p.returncode == want and os.path.exists(out), f"run --kernel {kernel}: exit {p.returncode}, want {want}"
+                 f"\n{p.stdout[-2000:]}{p.stderr[-3000:]}"):
+            continue
+        with open(out) as f:
+            cases = [r for r in json.load(f)["cases"] if r["variant"].startswith("python:")]
+        statuses = sorted({r["status"] for r in cases})
+        c(len(cases) == 16 and statuses == (["ok", "skipped"] if want == 0 else ["skipped", "verify_failed"]),
+          f"run --kernel {name}: 16 records of the function, statuses {statuses}")
+    p = run([a.gdnbench, "run", "--config", config, "--kernel", os.path.join(a.out, "absent.py") + ":f", *quick], env,
+            "run-absent")
+    c(p.returncode == 3 and "no such file" in p.stderr, f"run --kernel absent.py: exit {p.returncode}\n{p.stderr[-2000:]}")
 
 
 if __name__ == "__main__":

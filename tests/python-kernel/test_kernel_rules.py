@@ -27,7 +27,7 @@ def kernel(accepts=None, convention="fla", supports=None):
 
 
 def plan(shape, k):
-    return kernel_rules.plan_point(sh.normalize(shape), "py:m/f", k)
+    return kernel_rules.plan_point(sh.normalize(shape), "python:m/f", k)
 
 
 def check_rules(c):
@@ -69,8 +69,8 @@ def check_load(c):
         except kernel_load.KernelSpecError as e:
             c(word in str(e), f"{spec}: {e}")
     c(kernel_load.split_spec("a/b.py:fn") == ("a/b.py", "fn"), "path:function")
-    c(kernel_load.variant_name("mod", "fn", None) == "py:mod/fn", "default variant name")
-    c(kernel_load.variant_name("mod", "fn", "mine") == "py:mine", "declared variant name")
+    c(kernel_load.variant_name("mod", "fn", None) == "python:mod/fn", "default variant name")
+    c(kernel_load.variant_name("mod", "fn", "mine") == "python:mine", "declared variant name")
     for bad in ("two words", "a/b/c", "x" * 81, 7):
         try:
             kernel_load.variant_name("mod", "fn", bad)
@@ -78,7 +78,7 @@ def check_load(c):
         except kernel_load.KernelSpecError:
             c(True, "")
     k = kernel_load.load_kernel(os.path.join(HERE, "fla_signature.py") + ":gated_delta_rule", "fla")
-    c(k.variant == "py:fla_signature/gated_delta_rule" and k.accepts == FLA_ARGS, f"loaded: {k.variant} {k.accepts}")
+    c(k.variant == "python:fla_signature/gated_delta_rule" and k.accepts == FLA_ARGS, f"loaded: {k.variant} {k.accepts}")
     c(k.origin["kind"] == "python" and k.origin["path"] == os.path.join(HERE, "fla_signature.py")
       and len(k.origin["sha256"]) == 64, f"origin {k.origin}")
     try:

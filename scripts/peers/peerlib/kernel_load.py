@@ -4,7 +4,7 @@ the module file's absolute path and the SHA-256 of its bytes (the record's `orig
 plugin), the variant name, what the function accepts and its optional declarations:
 
   fn.gdnbench_supports(shape) -> None or a reason (str): the point is skipped with the reason;
-  fn.gdnbench_name = "mine": the variant is "py:mine" instead of "py:<module>/<function>".
+  fn.gdnbench_name = "mine": the variant is "python:mine" instead of "python:<module>/<function>".
 """
 
 import hashlib
@@ -70,12 +70,12 @@ def parameters(fn):
 
 
 def variant_name(module_name, fn_name, declared):
-    """'py:<module>/<function>', or 'py:<declared>' when the function declares gdnbench_name."""
+    """'python:<module>/<function>', or 'python:<declared>' when the function declares gdnbench_name."""
     name = declared if declared is not None else f"{module_name}/{fn_name}"
     if not isinstance(name, str) or not NAME.match(name) or len(name) > MAX_NAME:
-        raise KernelSpecError(f"--kernel: variant name 'py:{name}' is not a name of letters, digits, '_', '.', "
+        raise KernelSpecError(f"--kernel: variant name 'python:{name}' is not a name of letters, digits, '_', '.', "
                               f"'+', '-' (one '/' allowed) of at most {MAX_NAME} characters: set gdnbench_name")
-    return f"py:{name}"
+    return f"python:{name}"
 
 
 def load_kernel(spec, convention):
