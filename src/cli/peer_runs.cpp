@@ -133,7 +133,8 @@ std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses,
     opt.device = device;
     opt.verify = verify;
     for (auto& r : run_peer_harness(h, mine, opt)) {
-      r.origin = {kHarnessOrigin, h.label, ""};
+      // The harness names the record's source; a Python kernel's file hash stays (compare names a change).
+      r.origin = {kHarnessOrigin, h.label, r.origin.sha256};
       out.push_back(std::move(r));
     }
   }

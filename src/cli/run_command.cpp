@@ -163,7 +163,9 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
   for (const auto& p : a.peers)
     for (auto& c : load_report(p).cases) peer_cases.push_back(std::move(c));
   // A harness's variant is known once it ran: a --baseline under a harness's name waits for it.
+  // A Python kernel's variant is python:<module>/<function> (or the name it declares), not its spec.
   const bool harness_baseline = std::any_of(harnesses.begin(), harnesses.end(), [&](const PeerHarness& h) {
+    if (h.judged) return a.baseline.rfind("python:", 0) == 0;
     return a.baseline.rfind(h.fallback_variant.substr(0, h.fallback_variant.rfind('/') + 1), 0) == 0;
   });
   if (auto why = check_baseline(a.baseline, peer_cases); !why.empty() && !harness_baseline) throw input_error(why);

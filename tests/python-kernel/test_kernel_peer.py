@@ -226,15 +226,26 @@ def check_run_kernel(c, a, env, torch_py, wrong_py):
     for kernel, name, want in ((f"{torch_py}:gated_delta_rule", "run-correct", 0),
                                (f"{wrong_py}:gated_delta_rule", "run-wrong", 2)):
         out = os.path.join(a.out, f"{name}.json")
-        p = run([a.gdnbench, "run", "--config", config, "--kernel", kernel, "--json", out, *quick], env, name)
+        # The one command of the issue: the function verified, timed and tabulated beside our CPU variants.
+        base = "python:gdn_torch/gated_delta_rule"
+        beside = ["--baseline", base] if want == 0 and not a.gpu else []
+        p = run([a.gdnbench, "run", "--config", config, "--kernel", kernel, "--json", out, *quick, *beside], env, name)
         if not c(p.returncode == want and os.path.exists(out), f"run --kernel {kernel}: exit {p.returncode}, want {want}"
                  f"\n{p.stdout[-2000:]}{p.stderr[-3000:]}"):
             continue
+        if beside:
+            table = p.stdout[p.stdout.find(f"{base} against every other"):] if base in p.stdout else ""
+            for op in ("prefill", "decode", "mtp"):
+                c(f"{op}/cpu" in table, f"run --kernel --baseline: the table has {op}/cpu beside the function\n"
+                  f"{p.stdout[-3000:]}")
         with open(out) as f:
             cases = [r for r in json.load(f)["cases"] if r["variant"].startswith("python:")]
         statuses = sorted({r["status"] for r in cases})
         c(len(cases) == 16 and statuses == (["ok", "skipped"] if want == 0 else ["skipped", "verify_failed"]),
           f"run --kernel {name}: 16 records of the function, statuses {statuses}")
+        timed = [r for r in cases if r["status"] != "skipped"]
+        c(all(len(r.get("origin", {}).get("sha256", "")) == 64 for r in timed),
+          f"run --kernel {name}: every record keeps the function file's sha256")
     p = run([a.gdnbench, "run", "--config", config, "--kernel", os.path.join(a.out, "absent.py") + ":f", *quick], env,
             "run-absent")
     c(p.returncode == 3 and "no such file" in p.stderr, f"run --kernel absent.py: exit {p.returncode}\n{p.stderr[-2000:]}")
