@@ -9,6 +9,7 @@
 #include "core/half.h"
 #include "core/parallel_for.h"
 #include "core/slot.h"
+#include "core/state_quant.h"
 #include "reference/detail.h"
 #include "reference/reference.h"
 
@@ -21,6 +22,8 @@ double load(const Tensor& t, int64_t i) {
     case DType::f16: return double(f16_to_float(t.as<const uint16_t>()[i]));
     case DType::i32: return double(t.as<const int32_t>()[i]);
     case DType::i64: return double(t.as<const int64_t>()[i]);
+    case DType::fp8e4m3:
+    case DType::i8: return double(quant::decode(t.spec.dtype, t.as<const uint8_t>()[i]));  // the code, unscaled
   }
   throw std::logic_error("unknown dtype");
 }

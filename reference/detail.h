@@ -33,6 +33,11 @@ void load_qk(const Tensor& t, const Dims& d, int64_t row, int hk, double* dst);
 
 // State of K x V elements stored at `offset` of `t` in `layout`.
 Mat load_state(const Tensor& t, int64_t offset, Layout layout, int K, int V);
+// An 8-bit state (vk: K codes per value row) at `offset` of `codes`, its rows' scales in `scales`.
+Mat load_quantized_state(const Tensor& codes, const Tensor& scales, int64_t offset, int K, int V);
+// What storing S in an 8-bit pool keeps: every value row (column v of S, K values) rounded to
+// fp32 and sent through quantize / dequantize (core/state_quant.h).
+Mat quantized(const Mat& S, DType format);
 // Writes S into a result array in `layout`.
 void store_state(const Mat& S, Layout layout, double* dst);
 

@@ -6,6 +6,7 @@
 
 #include "core/parallel_for.h"
 #include "core/slot.h"
+#include "core/state_quant.h"
 #include "reference/detail.h"
 #include "reference/reference.h"
 
@@ -28,7 +29,8 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
   r.state.assign(size_t(B * d.HV * KV), nan);
   if (cache) r.intermediate.assign(size_t(B * T * d.HV * KV), nan);
 
-  const Tensor &pool = in.at("pool"), &idx = in.at("indices");
+  const Tensor& idx = in.at("indices");
+  const bool q8 = quant::is_8bit(s.state_dtype);
   if (idx.spec.dtype != DType::i32 && idx.spec.dtype != DType::i64)
     throw std::invalid_argument("indices must be i32 or i64 (got " + std::string(to_string(idx.spec.dtype)) + ")");
 
@@ -53,15 +55,20 @@ StepResult step(const Shape& s, const TensorSet& in, const Selection& sel, int t
     if (acc < 0 || acc > T)
       throw std::out_of_range("row " + std::to_string(b) + " accepted " + std::to_string(acc) + " tokens, outside 0.." +
                               std::to_string(T));
-    Mat S = acc > 0 ? detail::load_state(in.at("intermediate"), ((b * T + acc - 1) * d.HV + h) * KV, s.layout, d.K, d.V)
-                    : detail::load_state(pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
+    const std::string from = acc > 0 ? "intermediate" : "pool";
+    const int64_t at = acc > 0 ? ((b * T + acc - 1) * d.HV + h) * KV : (slot * d.HV + h) * KV;
+    Mat S = q8 ? detail::load_quantized_state(in.at(from), in.at(from + "_scale"), at, d.K, d.V)
+               : detail::load_state(in.at(from), at, s.layout, d.K, d.V);
+    // An 8-bit pool quantizes every state it stores (each cache entry, the slot); the running
+    // state between an mtp row's tokens stays unquantized, as in the kernels' registers.
+    auto stored = [&](const Mat& x) { return q8 ? detail::quantized(x, s.state_dtype) : x; };
     detail::TokenScratch w(d);
     for (int t = 0; t < T; ++t) {
       const int64_t row = b * T + t;  // token row of q, k, v, gate and o
       detail::recurrent_row(S, s, in, d, row, h, w, r.o.data() + (row * d.HV + h) * d.V);
-      if (cache) detail::store_state(S, s.layout, r.intermediate.data() + (row * d.HV + h) * KV);
+      if (cache) detail::store_state(stored(S), s.layout, r.intermediate.data() + (row * d.HV + h) * KV);
     }
-    detail::store_state(S, s.layout, r.state.data() + (b * d.HV + h) * KV);
+    detail::store_state(stored(S), s.layout, r.state.data() + (b * d.HV + h) * KV);
   });
   return r;
 }

@@ -4,6 +4,8 @@
 //   vk slots ([V][K]): state rows are independent, so a block of kVkRows rows is loaded once
 //     (widened from bf16, or used in place in an fp32 pool that is written back), run through
 //     all T tokens while it sits in L1, and stored once.
+//   8-bit slots (vk only): each row of K codes is widened with its scale into the block buffer
+//     and stored back quantized with a new scale per row (cpu/state_8bit.h).
 //   kv slots ([K][V]): token by token over the whole state, in place in an fp32 pool that is
 //     written back, else in a per-worker fp32 copy rounded back once at the end.
 // With update_state off the slot is only read; the per-token cache goes to `intermediate`.
@@ -18,6 +20,7 @@
 #include "core/parallel_for.h"
 #include "cpu/scratch.h"
 #include "cpu/state.h"
+#include "cpu/state_8bit.h"
 #include "cpu/token.h"
 #include "decode/op.h"
 
@@ -39,6 +42,8 @@ struct PoolStepTask {
   char* state(void* base, int64_t slot_row) const {
     return static_cast<char*>(base) + uint64_t((slot_row * a.HV + h) * KV()) * dtype_size(a.state_dtype);
   }
+  // Row scales of the same state in an 8-bit pool's [.., HV, V] scale tensor.
+  float* scales(float* base, int64_t slot_row) const { return base + (slot_row * a.HV + h) * int64_t(a.V); }
   int64_t token_row(int t) const { return b * a.T + t; }  // row of q, k, v, gate, o, intermediate
   uint16_t* out(int t) const { return a.o + (token_row(t) * a.HV + h) * int64_t(a.V); }
 };
@@ -48,6 +53,7 @@ inline void zero_padding_row(const PoolStepTask& task) {
   for (int t = 0; t < a.T; ++t) {
     std::fill_n(task.out(t), a.V, uint16_t{0});
     if (a.intermediate) store_zeros(a.state_dtype, task.KV(), task.state(a.intermediate, task.token_row(t)));
+    if (a.intermediate_scale) std::fill_n(task.scales(a.intermediate_scale, task.token_row(t)), a.V, 0.f);
   }
 }
 
@@ -66,9 +72,27 @@ inline void load_tokens(const PoolStepTask& task, DType input_dtype, PoolStepWor
   }
 }
 
+// Where a vk block's rows come from and go to: f32/bf16 values, or 8-bit codes with row scales
+// (`from_scale`, `state_scale`: the scales of `from` and `state`, null for f32/bf16).
+struct VkScales {
+  const float* from = nullptr;
+  float* state = nullptr;
+};
+
+inline void load_vk_rows(const decode::Args& a, const char* codes, const float* scales, int rows, float* s) {
+  if (quant::is_8bit(a.state_dtype)) load_rows_8bit(a.state_dtype, codes, scales, rows, a.K, s);
+  else load_state(a.state_dtype, codes, int64_t(rows) * a.K, s);
+}
+
+inline void store_vk_rows(const decode::Args& a, const float* s, int rows, char* dst, float* scales) {
+  if (quant::is_8bit(a.state_dtype)) store_rows_8bit(a.state_dtype, s, rows, a.K, dst, scales);
+  else store_state(a.state_dtype, s, int64_t(rows) * a.K, dst);
+}
+
 // `from`: where the starting state is read (the slot, or the cache entry a rollback names);
 // `state`: the slot, written back.
-inline void run_vk_slot(const PoolStepTask& task, const char* from, char* state, bool in_place, PoolStepWorker& w) {
+inline void run_vk_slot(const PoolStepTask& task, const char* from, char* state, bool in_place, PoolStepWorker& w,
+                        VkScales sc = {}) {
   const auto& a = task.a;
   const int64_t elem_bytes = int64_t(dtype_size(a.state_dtype)), row_bytes = a.K * elem_bytes;
   constexpr int kPrefetchBlocks = 2;  // the state streams from memory: ask for it ahead
@@ -79,13 +103,14 @@ inline void run_vk_slot(const PoolStepTask& task, const char* from, char* state,
     if (j + (kPrefetchBlocks + 1) * kVkRows <= a.V)
       prefetch_for_write(src + kPrefetchBlocks * n * elem_bytes, n * elem_bytes);
     float* s = in_place ? reinterpret_cast<float*>(src) : w.rows.state;
-    if (!in_place) load_state(a.state_dtype, from + j * row_bytes, n, s);
+    if (!in_place) load_vk_rows(a, from + j * row_bytes, sc.from ? sc.from + j : nullptr, rows, s);
     for (int t = 0; t < a.T; ++t) {
       step_vk_rows(s, a.K, rows, w.tokens[size_t(t)], j, w.rows.o + int64_t(t) * a.V + j);
       if (a.intermediate)
-        store_state(a.state_dtype, s, n, task.state(a.intermediate, task.token_row(t)) + j * row_bytes);
+        store_vk_rows(a, s, rows, task.state(a.intermediate, task.token_row(t)) + j * row_bytes,
+                      a.intermediate_scale ? task.scales(a.intermediate_scale, task.token_row(t)) + j : nullptr);
     }
-    if (a.update_state && !in_place) store_state(a.state_dtype, s, n, src);
+    if (a.update_state && !in_place) store_vk_rows(a, s, rows, src, sc.state ? sc.state + j : nullptr);
   }
 }
 
@@ -118,7 +143,12 @@ inline void pool_step_task(const PoolStepTask& task, DType input_dtype, PoolStep
   if (in_place && from != state) std::memcpy(state, from, size_t(task.KV()) * dtype_size(a.state_dtype));
   w.rows.align_rows_to(in_place ? static_cast<void*>(state) : w.rows.state);
   load_tokens(task, input_dtype, w);
-  if (a.layout == Layout::vk) run_vk_slot(task, from, state, in_place, w);
+  VkScales sc;
+  if (a.pool_scale) {  // an 8-bit pool: the scales of the slot and of the cache entry read
+    sc.state = task.scales(a.pool_scale, slot);
+    sc.from = acc > 0 ? task.scales(a.intermediate_scale, task.token_row(acc - 1)) : sc.state;
+  }
+  if (a.layout == Layout::vk) run_vk_slot(task, from, state, in_place, w, sc);
   else run_kv_slot(task, from, state, in_place, w);
   for (int t = 0; t < a.T; ++t) store_half_row(input_dtype, w.rows.o + int64_t(t) * a.V, a.V, task.out(t));
 }

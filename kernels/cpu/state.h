@@ -239,15 +239,7 @@ inline void transpose(const float* __restrict src, int rows, int cols, float* __
         for (int c = c0; c < std::min(cols, c0 + kTile); ++c) dst[int64_t(c) * rows + r] = src[int64_t(r) * cols + c];
 }
 
-// Writes n zeros of dtype d (f32 or a 16-bit float).
-inline void store_zeros(DType d, int64_t n, void* dst) {
-  if (d == DType::f32) {
-    auto* o = static_cast<float*>(dst);
-    for (int64_t i = 0; i < n; ++i) o[i] = 0.f;
-  } else {
-    auto* o = static_cast<uint16_t*>(dst);
-    for (int64_t i = 0; i < n; ++i) o[i] = 0;
-  }
-}
+// Writes n zeros of dtype d (f32, a 16-bit float or 8-bit codes: all-zero bits in each).
+inline void store_zeros(DType d, int64_t n, void* dst) { std::memset(dst, 0, size_t(n) * dtype_size(d)); }
 
 }  // namespace gdn::cpu

@@ -53,6 +53,8 @@ struct Args {
   void* intermediate = nullptr; // mtp cache [B, T, HV, state], state_dtype; null when off
   const int32_t* accepted = nullptr;  // mtp rollback [B]: row b starts from intermediate[b, a - 1]
                                       // when a = accepted[b] > 0; null when off
+  float* pool_scale = nullptr;          // 8-bit pools: [P, HV, V] fp32, one scale per row of K codes
+  float* intermediate_scale = nullptr;  // 8-bit pools with the mtp cache: [B, T, HV, V]
 };
 
 Args make_args(const Shape& s, const TensorSet& t);

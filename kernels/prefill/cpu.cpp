@@ -10,6 +10,7 @@
 
 #include "core/parallel_for.h"
 #include "core/slot.h"
+#include "core/state_format.h"
 #include "cpu/scratch.h"
 #include "cpu/state.h"
 #include "cpu/token.h"
@@ -115,7 +116,7 @@ VariantRegistration reg{Variant{
     .op = OpKind::prefill,
     .backend = Backend::cpu,
     .description = "host fp32 token recurrence, threads over (sequence, value head); any K, V, layout",
-    .supports = {},  // every shape the op accepts (OpDef::validate) is supported
+    .supports = unsupported_8bit_state,  // every shape the op accepts but the 8-bit pool form
     .launch = launch,
     .tolerances = {{"ht", 1e-4}},  // fp32 all the way: ~1e-7 seen over 4000 tokens
 }};

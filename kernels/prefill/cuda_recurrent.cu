@@ -7,6 +7,7 @@
 #include "simple/state_tile.cuh"
 #include "core/cuda_check.h"
 #include "core/registry.h"
+#include "core/state_format.h"
 #include "prefill/op.h"
 #include "prefill/state_ref.cuh"
 
@@ -48,6 +49,7 @@ template <class In> __global__ void __launch_bounds__(kThreads) prefill_recurren
 constexpr double kStateTolerance = 1e-4;
 
 std::string supports(const Shape& s) {
+  if (auto why = unsupported_8bit_state(s); !why.empty()) return why;
   if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
   if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
   if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not implemented by this variant";

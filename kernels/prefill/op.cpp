@@ -5,6 +5,8 @@
 #include "common/gate_tensors.h"
 #include "core/checkpoints.h"
 #include "core/op.h"
+#include "core/state_format.h"
+#include "core/state_quant.h"
 
 namespace gdn {
 namespace {
@@ -24,6 +26,8 @@ std::vector<TensorSpec> tensors(const Shape& s) {
   t.push_back({"cu_seqlens", DType::i32, {N + 1}, Role::input, Fill::cu_seqlens});
   if (s.prefill_pool()) {
     t.push_back({"pool", s.state_dtype, state_dims(s, s.pool_slots()), Role::inout, Fill::state});
+    if (quant::is_8bit(s.state_dtype))  // vk only: one fp32 scale per row of K codes
+      t.push_back({"pool_scale", DType::f32, {s.pool_slots(), s.h_v, s.dv}, Role::inout, Fill::state_scale});
     t.push_back({"indices", s.index_dtype, {N}, Role::input, Fill::indices});
     if (const int64_t J = checkpoint_columns(s); J > 0) {  // docs/method.md 2.4
       t.push_back({"checkpoint_indices", s.index_dtype, {N, J}, Role::input, Fill::checkpoint_indices});
@@ -46,7 +50,8 @@ WorkModel work(const Shape& s) {
   if (s.prefill_pool()) {
     // Sequences with slot -1 (every 8th of the `padded` pattern) read and write no state.
     const double active = N - (s.indices == IndexPattern::padded ? double(int64_t(N) / 8) : 0.0);
-    const double slot = double(s.h_v) * s.dk * s.dv * double(dtype_size(s.state_dtype));
+    const double scales = quant::is_8bit(s.state_dtype) ? 4.0 * double(s.h_v) * s.dv : 0.0;
+    const double slot = double(s.h_v) * s.dk * s.dv * double(dtype_size(s.state_dtype)) + scales;
     w.bytes = T * (2 * HK + HVV) * e + T * HVV * e + gate_bytes(s, T) + 2.0 * active * slot + 8.0 * N;
     // Each written checkpoint is one more state write; the table is read once.
     const double entry = double(dtype_size(s.index_dtype)) + (s.checkpoint_at.empty() ? 0.0 : 4.0);  // + a position
@@ -65,7 +70,7 @@ WorkModel work(const Shape& s) {
 
 std::vector<Tolerance> tolerances(const Shape& s) {
   if (!s.prefill_pool()) return {{"o", 5e-3}, {"ht", 5e-3}};
-  const double pool = s.state_dtype == DType::bf16 ? 1e-2 : 5e-3;
+  const double pool = s.state_dtype == DType::f32 ? 5e-3 : 1e-2;
   if (s.has_checkpoints()) return {{"o", pool}, {"pool", pool}, {"checkpoints", pool}};
   return {{"o", pool}, {"pool", pool}};
 }
@@ -80,11 +85,10 @@ std::string validate(const Shape& s) {
     total += l;
   }
   if (total < 1) return "prefill needs at least one token in the batch";
+  if (auto r = validate_state_format(s); !r.empty()) return r;
   if (total > (int64_t(1) << 31) - 1) return fmt::format("total tokens {} overflow int32 cu_seqlens", total);
   if (s.prefill_pool()) {
     if (!s.has_h0) return "h0: false has no meaning in the pool form (a sequence with index -1 starts from zero)";
-    if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16)
-      return fmt::format("state dtype must be f32 or bf16 (got {})", to_string(s.state_dtype));
     if (s.index_dtype != DType::i64 && s.index_dtype != DType::i32)
       return fmt::format("index dtype must be i64 or i32 (got {})", to_string(s.index_dtype));
     if (s.pool_slots() < int64_t(s.seqlens.size()))

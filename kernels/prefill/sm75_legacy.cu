@@ -7,12 +7,14 @@
 #include "prefill/sm75_legacy/config.h"
 #include "prefill/sm75_legacy/recurrent.cuh"
 #include "core/registry.h"
+#include "core/state_format.h"
 #include "prefill/op.h"
 
 namespace gdn {
 namespace {
 
 std::string supports(const Shape& s) {
+  if (auto why = unsupported_8bit_state(s); !why.empty()) return why;
   if (s.input_dtype != DType::bf16 && s.input_dtype != DType::f16)
     return fmt::format("inputs must be bf16 or f16 (got {})", to_string(s.input_dtype));
   if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not implemented by this variant";

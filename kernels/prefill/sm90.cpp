@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/registry.h"
+#include "core/state_format.h"
 #include "prefill/op.h"
 #include "prefill/sm90/launch.h"
 #include "prefill/sm90/plan.h"
@@ -30,6 +31,7 @@ int sm_count_or_default(int sms) { return sms > 0 ? sms : sm90::kDefaultSmCount;
 sm90::Plan plan_of(const Shape& s, int sms) { return sm90::plan_for(sm90::Batch::of(s), sms, s.plan); }
 
 std::string supports(const Shape& s) {
+  if (auto why = unsupported_8bit_state(s); !why.empty()) return why;
   if (auto why = sm90::unsupported_reason(s); !why.empty()) return why;
   try {
     return sm90::unrunnable_reason(sm90::Batch::of(s), plan_of(s, sm_count_or_default(device_sm_count())));

@@ -10,6 +10,7 @@
 
 #include "simple/state_tile.cuh"
 #include "core/cuda_check.h"
+#include "core/state_format.h"
 #include "core/registry.h"
 #include "core/slot.h"
 #include "decode/op.h"
@@ -57,6 +58,7 @@ template <class In, class S> __global__ void __launch_bounds__(kThreads) step_si
 }
 
 inline std::string step_simple_supports(const Shape& s) {
+  if (auto why = unsupported_8bit_state(s); !why.empty()) return why;
   if (s.dk > kMaxK) return fmt::format("K must be <= {} (got {})", kMaxK, s.dk);
   if (s.h_v > 65535) return fmt::format("h_v must be <= 65535 (got {})", s.h_v);
   return "";

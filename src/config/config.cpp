@@ -353,7 +353,8 @@ AxisParser axis_parser(std::string_view key) {
              },
              [](Point& p, double v) { p.shape.scale = v; });
        }},
-      {"state_dtype", enum_axis(parse_dtype, {DType::f32, DType::bf16}, +[](Point& p, DType v) { p.shape.state_dtype = v; })},
+      {"state_dtype", enum_axis(parse_dtype, {DType::f32, DType::bf16, DType::fp8e4m3, DType::i8},
+                                      +[](Point& p, DType v) { p.shape.state_dtype = v; })},
       {"layout", enum_axis(parse_layout, every(parse_layout), +[](Point& p, Layout v) { p.shape.layout = v; })},
       {"indices",
        enum_axis(parse_index_pattern, every(parse_index_pattern), +[](Point& p, IndexPattern v) { p.shape.indices = v; })},

@@ -27,7 +27,8 @@ enum class Fill {
   v,           // N(0,1)
   log_gate,    // g: logsigmoid(N(0,1))/16, 25 % of value heads 0; stress variants per dist
   beta,        // sigmoid(N(0,1)); 1 for beta_one
-  state,       // h0 and pool: N(0,1)
+  state,       // h0 and pool: N(0,1); 8-bit pools: codes of N(0,1) at 4 sigma full scale
+  state_scale, // the fp32 row scales of an 8-bit pool: (4 / Q) 2^U[-1,1]
   a_log,       // raw gate A_log [HV]
   raw_a,       // raw gate a
   dt_bias,     // raw gate dt_bias [HV]

@@ -10,11 +10,13 @@ template <class E, std::size_t N>
 using NameTable = std::array<std::pair<E, std::string_view>, N>;
 
 constexpr NameTable<OpKind, 3> kOps{{{OpKind::prefill, "prefill"}, {OpKind::decode, "decode"}, {OpKind::mtp, "mtp"}}};
-constexpr NameTable<DType, 5> kDTypes{{{DType::f32, "f32"},
+constexpr NameTable<DType, 7> kDTypes{{{DType::f32, "f32"},
                                        {DType::bf16, "bf16"},
                                        {DType::f16, "f16"},
                                        {DType::i32, "i32"},
-                                       {DType::i64, "i64"}}};
+                                       {DType::i64, "i64"},
+                                       {DType::fp8e4m3, "fp8e4m3"},
+                                       {DType::i8, "int8"}}};
 constexpr NameTable<Layout, 2> kLayouts{{{Layout::vk, "vk"}, {Layout::kv, "kv"}}};
 constexpr NameTable<GateForm, 2> kGates{{{GateForm::log, "log"}, {GateForm::raw, "raw"}}};
 constexpr NameTable<InputDist, 5> kDists{{{InputDist::standard, "standard"},
@@ -65,6 +67,7 @@ std::optional<OpKind> parse_op(std::string_view s) { return parse(kOps, s); }
 std::optional<DType> parse_dtype(std::string_view s) {
   if (s == "fp32" || s == "float32") return DType::f32;
   if (s == "fp16" || s == "float16") return DType::f16;
+  if (s == "i8") return DType::i8;
   return parse(kDTypes, s);
 }
 std::optional<Layout> parse_layout(std::string_view s) { return parse(kLayouts, s); }
@@ -88,6 +91,8 @@ std::size_t dtype_size(DType d) {
     case DType::f16: return 2;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::fp8e4m3: return 1;
+    case DType::i8: return 1;
   }
   return 0;
 }

@@ -11,7 +11,8 @@
 namespace gdn {
 
 enum class OpKind { prefill, decode, mtp };
-enum class DType { f32, bf16, f16, i32, i64 };
+// fp8e4m3 and i8 are the 8-bit state pool formats: codes with an fp32 scale per row (core/state_quant.h).
+enum class DType { f32, bf16, f16, i32, i64, fp8e4m3, i8 };
 // State layout per value head: vk = [V][K] (K contiguous, FlashInfer "pretranspose"),
 // kv = [K][V] (V contiguous, FLA).
 enum class Layout { vk, kv };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/state_quant.h"
 
 namespace gdn {
 namespace {
@@ -19,6 +20,8 @@ int32_t c_dtype(DType d) {
     case DType::f16: return GDN_DTYPE_F16;
     case DType::i32: return GDN_DTYPE_I32;
     case DType::i64: return GDN_DTYPE_I64;
+    case DType::fp8e4m3:
+    case DType::i8: break;  // 8-bit pools never reach a plugin (supports refuses them)
   }
   return -1;
 }
@@ -133,9 +136,12 @@ Variant make_c_variant(const gdn_variant& e, const std::string& name, const Vari
       const std::string why = message_of(reason);
       return why.empty() ? "not supported by the plugin (it gave no reason)" : why;
     };
-  // The C ABI carries no checkpoint tables: such points are skipped with the reason, never run.
+  // The C ABI carries no checkpoint tables and names no 8-bit state format: such points are
+  // skipped with the reason, never run.
   v.supports = [inner = v.supports](const Shape& s) -> std::string {
     if (s.has_checkpoints()) return "prefill checkpoints (docs/method.md 2.4) are not part of the plugin ABI";
+    if (quant::is_8bit(s.state_dtype))
+      return fmt::format("the plugin ABI has no {} state format", to_string(s.state_dtype));
     return inner ? inner(s) : "";
   };
   const bool on_host = v.backend == Backend::cpu;

@@ -223,6 +223,36 @@ json to_json(const Shape& s) { return shape_to_json(s); }
 
 Shape shape_from_json(const json& j) { return shape_from_json_object(j); }
 
+// ---- StateDrift (8-bit pools) ---------------------------------------------------------------
+
+json nums(const std::vector<double>& xs) {
+  json a = json::array();
+  for (double x : xs) a.push_back(num(x));
+  return a;
+}
+
+StateDrift drift_from_json(const json& j) {
+  StateDrift d;
+  read(j, "heads", d.heads), read(j, "rows", d.rows);
+  auto list = [&](const char* key, auto& out) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_array()) throw input_error(fmt::format("drift.{} must be an array", key));
+    for (const auto& x : *it) {
+      if (!x.is_number() && !x.is_null()) throw input_error(fmt::format("drift.{} holds a non-number", key));
+      out.push_back(x.is_null() ? kNaN : x.get<double>());
+    }
+  };
+  std::vector<double> tokens;
+  list("tokens", tokens), list("state_rel_l2", d.state_rel_l2), list("o_rel_l2", d.o_rel_l2);
+  for (double t : tokens) {
+    if (!(t >= 1 && t <= 1e15)) throw input_error(fmt::format("drift.tokens holds {}, not a run length", t));
+    d.tokens.push_back(int64_t(t));
+  }
+  if (d.state_rel_l2.size() != d.tokens.size() || d.o_rel_l2.size() != d.tokens.size())
+    throw input_error("drift: tokens, state_rel_l2 and o_rel_l2 must have one entry per length");
+  return d;
+}
+
 // ---- CaseRecord --------------------------------------------------------------------------
 
 json to_json(const CaseRecord& r) {
@@ -257,6 +287,12 @@ json to_json(const CaseRecord& r) {
             {"throttled", r.throttled},
             {"wall_s", num(r.wall_s)}};
   j["repro"] = r.repro;
+  if (!r.drift.empty())  // 8-bit pools only: other records stay as they were
+    j["drift"] = {{"heads", r.drift.heads},
+                  {"rows", r.drift.rows},
+                  {"tokens", r.drift.tokens},
+                  {"state_rel_l2", nums(r.drift.state_rel_l2)},
+                  {"o_rel_l2", nums(r.drift.o_rel_l2)}};
   // A variant loaded at run time says where from; a built-in one writes nothing.
   if (r.origin.external())
     j["origin"] = {{"kind", r.origin.kind}, {"path", r.origin.path}, {"sha256", r.origin.sha256}};
@@ -291,6 +327,7 @@ CaseRecord record_from_json(const json& j) {
   if (auto it = j.find("origin"); it != j.end() && it->is_object())
     read(*it, "kind", r.origin.kind), read(*it, "path", r.origin.path), read(*it, "sha256", r.origin.sha256);
   read(j, "repro", r.repro);  // absent in reports written before it existed
+  if (auto it = j.find("drift"); it != j.end() && it->is_object()) r.drift = drift_from_json(*it);
   return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/op.h"
 #include "core/shape.h"
+#include "core/state_drift.h"
 #include "core/variant_origin.h"
 #include "stats/stats.h"
 #include "timing/measure.h"
@@ -69,6 +70,7 @@ struct CaseRecord {
   std::string reason;  // skip reason or error message
 
   Verification verify;
+  StateDrift drift;  // 8-bit pools, with verification: the quantized recurrence vs the fp32 one
 
   // Timing (absent when skipped, not timed or failed).
   bool timed = false;

@@ -171,6 +171,18 @@ void check_record(const json& r, const std::string& at) {
     check_fields(*o, member(at, "origin"), {{"kind", Kind::name}, {"path", Kind::text}, {"sha256", Kind::name}});
   if (auto p = r.find("peak"); p != r.end() && !p->is_null())
     check_fields(*p, member(at, "peak"), {{"kind", Kind::text}, {"value", Kind::number}, {"source", Kind::text}});
+  if (auto d = r.find("drift"); d != r.end() && !d->is_null()) {
+    const std::string here = member(at, "drift");
+    check_fields(*d, here, {{"heads", Kind::count}, {"rows", Kind::count}});
+    for (const char* key : {"tokens", "state_rel_l2", "o_rel_l2"}) {
+      auto a = d->find(key);
+      if (a == d->end()) refuse(here, fmt::format("has no '{}'", key));
+      check_kind(*a, Kind::array, member(here, key));
+      for (std::size_t i = 0; i < a->size(); ++i)
+        if (std::string(key) == "tokens") check_count((*a)[i], element(member(here, key), i));
+        else check_number((*a)[i], element(member(here, key), i), true);
+    }
+  }
 }
 
 // Every string and key of the document: bounded, and free text with its control characters

@@ -81,7 +81,24 @@ std::string repetitions_cell(const CaseRecord& r) {
   return r.timed && std::isfinite(spread) ? fmt::format("{} ({:.0f}%)", r.timing.repetitions.size(), spread * 100) : "";
 }
 
-void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool breakdown, bool repetitions) {
+// 8-bit pools: the drift of the quantized recurrence from the fp32 one at the longest run, state
+// and outputs; the line under the row gives every length.
+std::string drift_cell(const CaseRecord& r) {
+  if (r.drift.empty()) return "";
+  return fmt::format("S {} o {}", fixed_or_blank(r.drift.state_rel_l2.back(), "{:.1e}"),
+                     fixed_or_blank(r.drift.o_rel_l2.back(), "{:.1e}"));
+}
+
+std::string drift_line(const StateDrift& d) {
+  std::string s = fmt::format("    drift vs fp32 ({} heads, {} rows):", d.heads, d.rows);
+  for (std::size_t i = 0; i < d.tokens.size(); ++i)
+    s += fmt::format("{} {}k: state {} o {}", i ? "," : "", d.tokens[i] / 1024, fixed_or_blank(d.state_rel_l2[i], "{:.1e}"),
+                     fixed_or_blank(d.o_rel_l2[i], "{:.1e}"));
+  return s;
+}
+
+void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool breakdown, bool repetitions,
+              bool drift) {
   const bool timed = r.timed;
   std::vector<std::string> cells{short_variant(r), shapes.cell(r.shape_key()), timed ? format_seconds(r.timing.stats.median) : "",
                                  noise_cell(r)};
@@ -89,9 +106,11 @@ void add_case(TextTable& t, const CaseRecord& r, const ShapeColumn& shapes, bool
   for (auto cell : {fixed_or_blank(r.tflops, "{:.3g}"), fixed_or_blank(r.tbps, "{:.3g}"), roofline_cell(r),
                     verify_cell(r.verify), fixed_or_blank(worst_rel_l2(r.verify), "{:.1e}"), status_cell(r)})
     cells.push_back(std::move(cell));
+  if (drift) cells.push_back(drift_cell(r));
   if (breakdown) cells.push_back(r.plan.substr(0, r.plan.find(" (")));  // the budget stays in the JSON
   t.row(std::move(cells));
   if (!r.roofline_note.empty()) t.line("    * roof%: " + r.roofline_note);
+  if (!r.drift.empty()) t.line(drift_line(r.drift));
   for (const auto& c : r.verify.checks)
     if (r.verify.ran && !c.pass) t.line("    FAIL " + check_failure(c));
   if (r.status == CaseStatus::error && !r.reason.empty()) t.line("    error: " + r.reason);
@@ -116,8 +135,10 @@ TextTable case_table(const std::vector<const CaseRecord*>& shown, const ShapeCol
   t.column("verify");
   t.column("rel-L2", Align::right);
   t.column("status");
+  const bool drift = std::any_of(shown.begin(), shown.end(), [](const CaseRecord* r) { return !r->drift.empty(); });
+  if (drift) t.column("drift@128k");
   if (breakdown) t.column("plan");
-  for (const auto* r : shown) add_case(t, *r, shapes, breakdown, repetitions);
+  for (const auto* r : shown) add_case(t, *r, shapes, breakdown, repetitions, drift);
   return t;
 }
 

@@ -11,7 +11,10 @@
 //             double, before the one rounding): normalised up front as docs/method.md 3 says, but
 //             not to exactly 1, so a kernel that normalises anyway still fails verification
 //   v         N(0,1)
-//   h0, pool  N(0,1), rounded to the tensor dtype (bf16 pools hold bf16 values)
+//   h0, pool  N(0,1), rounded to the tensor dtype (bf16 pools hold bf16 values); an 8-bit pool
+//             (fp8e4m3, int8) holds the codes of N(0,1) x Q / 4 (4 sigma at full scale Q)
+//   pool_scale  the rows' fp32 scales of an 8-bit pool: (4 / Q) 2^u, u ~ U[-1, 1], so a row holds
+//             N(0,1) 2^u values and rows differ in magnitude by up to 4x
 //   g         standard: logsigmoid(x) / 16, late heads exactly 0 (25 % no-decay heads)
 //             strong_decay: -A_h * softplus(0.5 x + 1), A_h ~ U[0,16] per head, A_0 = 0
 //             no_decay: 0; beta_one and positive_keys use the standard g
@@ -41,6 +44,7 @@
 #include "core/checkpoints.h"
 #include "core/fnv.h"
 #include "core/half.h"
+#include "core/state_quant.h"
 #include "run/input_distribution.h"
 
 namespace gdn {
@@ -147,7 +151,7 @@ int64_t random_below(const Stream& st, int64_t i, uint64_t n) {
 // over any length); a range's first and last rows are drawn whole, so [begin, end) gives the same
 // bits whichever range it is made in.
 void fill_normalised_rows(const Shape& s, const TensorSpec& spec, void* dst, const Stream& st, uint64_t seed,
-                          int64_t begin, int64_t end) {
+                          int64_t begin, int64_t end, int64_t origin = 0) {
   const int64_t K = spec.dims.back();
   const Stream norms(seed, spec.name + "#row_norm");
   std::vector<double> draws(static_cast<size_t>(K));
@@ -159,9 +163,20 @@ void fill_normalised_rows(const Shape& s, const TensorSpec& spec, void* dst, con
     }
     const double scale = sum > 0 ? (kRowNormLow + (1.0 - kRowNormLow) * norms.uniform(row)) / std::sqrt(sum) : 0.0;
     for (int64_t j = std::max(begin, row * K); j < std::min(end, (row + 1) * K); ++j)
-      store_float(spec.dtype, dst, j, scale * draws[size_t(j - row * K)]);
+      store_float(spec.dtype, dst, j - origin, scale * draws[size_t(j - row * K)]);
   }
 }
+
+// Elements [begin, end) of a float input, element i stored at dst[i - origin].
+void fill_float_elements(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int64_t begin, int64_t end,
+                         int64_t origin) {
+  const Stream st(seed, spec.name);
+  if (spec.fill == Fill::qk && !s.l2norm) return fill_normalised_rows(s, spec, dst, st, seed, begin, end, origin);
+  for (int64_t i = begin; i < end; ++i) store_float(spec.dtype, dst, i - origin, float_value(s, spec, st, seed, i));
+}
+
+// An 8-bit code no quantizer writes: the fp8 e4m3 NaN, or int8 -128 (codes stay within +-127).
+uint8_t poison_code(DType d) { return d == DType::fp8e4m3 ? 0x7f : 0x80; }
 
 }  // namespace
 
@@ -215,12 +230,33 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
     }
     default: break;
   }
+  if (spec.fill == Fill::state && quant::is_8bit(spec.dtype)) {
+    const Stream st(seed, spec.name);
+    const float full_scale = quant::qmax(spec.dtype) / 4.f;
+    for (int64_t i = begin; i < end; ++i)
+      static_cast<uint8_t*>(dst)[i] = quant::encode(spec.dtype, float(st.normal(i)) * full_scale);
+    return;
+  }
+  if (spec.fill == Fill::state_scale) {
+    const Stream st(seed, spec.name);
+    const DType codes = s.state_dtype;
+    if (!quant::is_8bit(codes) || spec.dtype != DType::f32)
+      throw std::invalid_argument("tensor '" + spec.name + "' holds the f32 scales of an 8-bit pool");
+    for (int64_t i = begin; i < end; ++i)
+      static_cast<float*>(dst)[i] = float(4.0 / quant::qmax(codes) * std::exp2(2.0 * st.uniform(i) - 1.0));
+    return;
+  }
   if (!is_float(spec.dtype))
     throw std::invalid_argument("tensor '" + spec.name + "' has dtype " + std::string(to_string(spec.dtype)) +
                                 " but its fill needs a float dtype");
-  const Stream st(seed, spec.name);
-  if (spec.fill == Fill::qk && !s.l2norm) return fill_normalised_rows(s, spec, dst, st, seed, begin, end);
-  for (int64_t i = begin; i < end; ++i) store_float(spec.dtype, dst, i, float_value(s, spec, st, seed, i));
+  fill_float_elements(s, spec, dst, seed, begin, end, 0);
+}
+
+void fill_input_window(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int64_t begin, int64_t end) {
+  check_range(spec, begin, end);
+  if (!is_float(spec.dtype) || spec.fill == Fill::none || spec.fill == Fill::state)
+    throw std::invalid_argument("a window of tensor '" + spec.name + "' needs a float input distribution");
+  fill_float_elements(s, spec, dst, seed, begin, end, begin);
 }
 
 void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int threads) {
@@ -321,12 +357,14 @@ void poison(const TensorSpec& spec, void* dst) {
   const int64_t n = spec.numel();
   if (spec.dtype == DType::f32) std::fill_n(static_cast<uint32_t*>(dst), n, kPoison32);
   else if (spec.dtype == DType::bf16 || spec.dtype == DType::f16) std::fill_n(static_cast<uint16_t*>(dst), n, kPoison16);
+  else if (quant::is_8bit(spec.dtype)) std::fill_n(static_cast<uint8_t*>(dst), n, poison_code(spec.dtype));
   // Integer tensors have no NaN; they are never outputs.
 }
 
 bool is_poison(const TensorSpec& spec, const void* data, int64_t i) {
   if (spec.dtype == DType::f32) return static_cast<const uint32_t*>(data)[i] == kPoison32;
   if (spec.dtype == DType::bf16 || spec.dtype == DType::f16) return static_cast<const uint16_t*>(data)[i] == kPoison16;
+  if (quant::is_8bit(spec.dtype)) return static_cast<const uint8_t*>(data)[i] == poison_code(spec.dtype);
   return false;
 }
 

@@ -15,6 +15,9 @@ namespace gdn {
 void fill_input(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int threads = 0);
 // Elements [begin, end) only (same values as the full fill).
 void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int64_t begin, int64_t end);
+// Elements [begin, end) of a float input (q, k, v, a gate tensor), element i written to
+// dst[i - begin]: a window of a tensor too large to hold whole (the drift estimate's long runs).
+void fill_input_window(const Shape& s, const TensorSpec& spec, void* dst, uint64_t seed, int64_t begin, int64_t end);
 // The pool slot of every decode/mtp row (-1 = padding), per Shape::indices.
 std::vector<int64_t> make_indices(const Shape& s, uint64_t seed);
 // The checkpoint_indices table [N, J] (docs/method.md 2.4): every checkpoint gets its own slot

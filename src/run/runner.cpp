@@ -16,6 +16,8 @@
 #include "run/problem.h"
 #include "run/progress.h"
 #include "run/verify.h"
+#include "run/drift.h"
+#include "core/state_quant.h"
 #include "timing/repetitions.h"
 
 namespace gdn {
@@ -162,6 +164,8 @@ bool run_one(const PlanItem& item, const RunOptions& opt, Backends& backends, Ca
     if (opt.verify) {
       r.verify = verify_problem(v, p, *backend, item.spec->verify_heads, opt.verify_budget, opt.threads);
       if (!r.verify.pass) return finish(CaseStatus::verify_failed, "verification failed"), true;
+      // What an 8-bit pool costs in accuracy over long runs: computed once per format and inputs.
+      if (quant::is_8bit(item.shape.state_dtype)) r.drift = cached_drift(item.shape, r.seed);
     }
     if (opt.time) {
       // Timing starts from the generated inputs whether or not verification ran: buffers never

@@ -81,6 +81,15 @@ std::vector<int64_t> seqs_of(int64_t n, const ref::Selection& sel) {
   return all;
 }
 
+// The fp32 scales of one 8-bit pool slot that differ from the initial pool's.
+int64_t count_changed_scales(const Tensor& now, const Tensor& was, int64_t slot, std::size_t slot_bytes) {
+  const auto* a = static_cast<const uint8_t*>(now.data) + std::size_t(slot) * slot_bytes;
+  const auto* b = static_cast<const uint8_t*>(was.data) + std::size_t(slot) * slot_bytes;
+  int64_t changed = 0;
+  for (std::size_t e = 0; e < slot_bytes; e += sizeof(float)) changed += std::memcmp(a + e, b + e, sizeof(float)) != 0;
+  return changed;
+}
+
 // pool: slots named by a row (a decode row, a prefill sequence) hold the reference final state
 // of that row (when written); every other slot, and every slot when the pool is read only, must be
 // bit-identical to the initial pool.
@@ -94,6 +103,10 @@ TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int
   const auto& pool = p.results().at("pool");
   const auto& pool0 = p.inputs().at("pool");
   const std::size_t slot_bytes = std::size_t(S) * HV * dtype_size(pool.spec.dtype);
+  // An 8-bit pool's values are its codes times its rows' scales (HV x V fp32 per slot).
+  const Tensor* scales = p.results().has("pool_scale") ? &p.results().at("pool_scale") : nullptr;
+  const Tensor* scales0 = scales ? &p.inputs().at("pool_scale") : nullptr;
+  const std::size_t scale_bytes = scales ? std::size_t(HV) * s.dv * sizeof(float) : 0;
   std::unordered_map<int64_t, int64_t> row_of_slot;
   for (int64_t b = 0; b < row_count; ++b)
     if (slot_of(b) >= 0) row_of_slot[slot_of(b)] = b;
@@ -111,6 +124,7 @@ TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int
           if (std::memcmp(now + e * es, was + e * es, es) != 0) ++ap.exact_diff;
       }
       ap.checked += HV * S;
+      if (scales) ap.exact_diff += count_changed_scales(*scales, *scales0, slot, scale_bytes);
       continue;
     }
     int64_t b = it->second;
@@ -118,7 +132,7 @@ TensorCheck check_pool(const Problem& p, const std::vector<Tolerance>& tols, int
     for (int h : heads)
       for (int64_t e = 0; e < S; ++e) {
         int64_t i = (slot * HV + h) * S + e;
-        ap.add(ref::load(pool, i), ref_state[size_t((b * HV + h) * S + e)]);
+        ap.add(ref::load_state_value(pool, scales, i), ref_state[size_t((b * HV + h) * S + e)]);
       }
   }
   return ap.finish("pool", writes_pool ? tol_for(tols, "pool") : 0.0);
@@ -224,16 +238,19 @@ std::vector<TensorCheck> check_step(const Problem& p, const std::vector<Toleranc
 
   if (mtp && s.cache_intermediate) {
     const auto& im = p.results().at("intermediate");
+    const Tensor* im_scales = p.results().has("intermediate_scale") ? &p.results().at("intermediate_scale") : nullptr;
     Acc ai;
     count_unwritten(im, ai);
+    if (im_scales) count_unwritten(*im_scales, ai);
     for (int64_t b : rows)
       for (int64_t t = 0; t < T; ++t)
         for (int h : heads)
           for (int64_t e = 0; e < S; ++e) {
             int64_t i = ((b * T + t) * HV + h) * S + e;
-            if (is_poison(im.spec, im.data, i)) continue;
-            if (slot_of(b) < 0) ai.add_zero(ref::load(im, i));
-            else ai.add(ref::load(im, i), ref.intermediate[size_t(i)]);
+            if (is_poison(im.spec, im.data, i) || (im_scales && is_poison(im_scales->spec, im_scales->data, i / s.dk)))
+              continue;
+            if (slot_of(b) < 0) ai.add_zero(ref::load_state_value(im, im_scales, i));
+            else ai.add(ref::load_state_value(im, im_scales, i), ref.intermediate[size_t(i)]);
           }
     out.push_back(ai.finish("intermediate", tol_for(tols, "intermediate")));
   }

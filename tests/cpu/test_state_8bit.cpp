@@ -1,0 +1,279 @@
+// 8-bit state pools (docs/method.md 2.5, docs/state-8bit.md): the host quantizer against a brute
+// force, the contract's tensors, byte model and shape rules, decode/cpu and mtp/cpu verified
+// against the quantized reference (padding rows, high slots, rollback, read-only pools), a
+// wrong rounding caught, and the drift estimate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/op.h"
+#include "core/registry.h"
+#include "core/state_format.h"
+#include "core/state_quant.h"
+#include "report/report.h"
+#include "run/backend.h"
+#include "run/drift.h"
+#include "run/problem.h"
+#include "run/verify.h"
+
+namespace gdn {
+namespace {
+
+// The fp8 e4m3 code nearest to y by search over every finite code (ties to the even code),
+// saturated to +-448: the specification the fast encoder must meet.
+uint8_t nearest_fp8(float y) {
+  const float a = std::fabs(y);
+  int best = 0;
+  for (int c = 1; c <= 0x7e; ++c) {
+    const float dc = std::fabs(quant::fp8e4m3_to_float(uint8_t(c)) - a);
+    const float db = std::fabs(quant::fp8e4m3_to_float(uint8_t(best)) - a);
+    if (dc < db || (dc == db && (c & 1) == 0)) best = c;
+  }
+  return uint8_t((std::signbit(y) ? 0x80 : 0) | best);
+}
+
+TEST(StateQuant, Fp8DecodesTheE4m3fnTable) {
+  EXPECT_EQ(quant::fp8e4m3_to_float(0x00), 0.f);
+  EXPECT_EQ(quant::fp8e4m3_to_float(0x01), std::ldexp(1.f, -9));  // smallest subnormal
+  EXPECT_EQ(quant::fp8e4m3_to_float(0x08), std::ldexp(1.f, -6));  // smallest normal
+  EXPECT_EQ(quant::fp8e4m3_to_float(0x38), 1.f);
+  EXPECT_EQ(quant::fp8e4m3_to_float(0x7e), 448.f);
+  EXPECT_EQ(quant::fp8e4m3_to_float(0xfe), -448.f);
+  EXPECT_TRUE(std::isnan(quant::fp8e4m3_to_float(0x7f)));
+  EXPECT_TRUE(std::isnan(quant::fp8e4m3_to_float(0xff)));
+  for (int c = 0; c < 0x7e; ++c)  // increasing: what the encoder's rounding relies on
+    EXPECT_LT(quant::fp8e4m3_to_float(uint8_t(c)), quant::fp8e4m3_to_float(uint8_t(c + 1))) << c;
+}
+
+TEST(StateQuant, Fp8EncoderRoundsToNearestEvenAndSaturates) {
+  // Every code, the midpoints between neighbours (ties) and a float step either side of them.
+  std::vector<float> probes;
+  for (int c = 0; c <= 0x7e; ++c) {
+    const float x = quant::fp8e4m3_to_float(uint8_t(c));
+    probes.push_back(x);
+    if (c < 0x7e) {
+      const float mid = (x + quant::fp8e4m3_to_float(uint8_t(c + 1))) / 2;
+      for (float m : {mid, std::nextafter(mid, 0.f), std::nextafter(mid, 1e9f)}) probes.push_back(m);
+    }
+  }
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> exponent(-12.f, 10.f);
+  for (int i = 0; i < 20000; ++i) probes.push_back(std::exp2(exponent(gen)));
+  for (float p : {448.f, 449.f, 464.f, 500.f, 1e30f, std::numeric_limits<float>::infinity()}) probes.push_back(p);
+  for (float p : probes)
+    for (float y : {p, -p}) ASSERT_EQ(quant::float_to_fp8e4m3(y), nearest_fp8(y)) << "y = " << y;
+  EXPECT_EQ(quant::float_to_fp8e4m3(std::numeric_limits<float>::quiet_NaN()), 0x7f);
+}
+
+TEST(StateQuant, RowsMapTheirAbsmaxToFullScaleAndRoundTripWithinHalfAStep) {
+  std::mt19937 gen(11);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    std::vector<float> x(128), back(128);
+    std::vector<uint8_t> codes(128);
+    for (auto& e : x) e = normal(gen);
+    x[17] = -20.f;  // the row's absmax
+    const float s = quant::quantize_row(d, x.data(), 128, codes.data());
+    EXPECT_FLOAT_EQ(s, 20.f / quant::qmax(d));
+    EXPECT_EQ(quant::decode(d, codes[17]), -quant::qmax(d));
+    quant::dequantize_row(d, codes.data(), s, 128, back.data());
+    for (int i = 0; i < 128; ++i) {
+      // int8: half a step of the scale; fp8: half an ulp of 3 mantissa bits (or a subnormal step).
+      const float bound = d == DType::i8 ? 0.5f * s * 1.0001f
+                                         : std::max(std::fabs(x[i]) / 16.f, std::ldexp(1.f, -10) * s) * 1.0001f;
+      EXPECT_LE(std::fabs(back[i] - x[i]), bound) << to_string(d) << " element " << i;
+      if (d == DType::i8) EXPECT_NE(codes[i], 0x80);  // -128 never occurs
+    }
+    std::vector<float> zeros(16, 0.f);
+    std::vector<uint8_t> zc(16, 0xaa);
+    EXPECT_EQ(quant::quantize_row(d, zeros.data(), 16, zc.data()), 0.f);
+    for (auto c : zc) EXPECT_EQ(c, 0);
+  }
+}
+
+Shape step_shape(OpKind op, DType state, int64_t batch, int K = 64, int V = 32, int hv = 2) {
+  Shape s;
+  s.op = op;
+  s.h_qk = 1, s.h_v = hv, s.dk = K, s.dv = V;
+  s.batch = batch;
+  s.tokens = op == OpKind::mtp ? 3 : 1;
+  s.layout = Layout::vk;
+  s.state_dtype = state;
+  return s;
+}
+
+TEST(StateQuant, ContractAddsRowScalesAndCountsTheirBytes) {
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    auto s = step_shape(OpKind::mtp, d, 4, 128, 128, 8);
+    s.cache_intermediate = true;
+    ASSERT_EQ(op_def(s.op).validate(s), "");
+    std::map<std::string, TensorSpec> by_name;
+    for (auto& t : op_def(s.op).tensors(s)) by_name[t.name] = t;
+    ASSERT_TRUE(by_name.count("pool_scale") && by_name.count("intermediate_scale"));
+    EXPECT_EQ(by_name["pool"].bytes(), uint64_t(4) * 8 * 128 * 128);
+    EXPECT_EQ(by_name["pool_scale"].dims, (std::vector<int64_t>{4, 8, 128}));
+    EXPECT_EQ(by_name["intermediate_scale"].dims, (std::vector<int64_t>{4, 3, 8, 128}));
+    // Byte model: the f32 pool's state bytes / 4, plus 4 bytes per row of K for every state moved.
+    auto f = s;
+    f.state_dtype = DType::f32;
+    const double slots = 4 + 4 + 4 * 3;  // read, written, cached
+    const double f32_state = slots * 8 * 128 * 128 * 4.0, q8_state = slots * (8 * 128 * 128 + 4.0 * 8 * 128);
+    EXPECT_DOUBLE_EQ(op_def(s.op).work(s).bytes - q8_state, op_def(f.op).work(f).bytes - f32_state);
+  }
+}
+
+TEST(StateQuant, ShapeRulesRefuseWhatTheFormatCannotHold) {
+  auto s = step_shape(OpKind::decode, DType::fp8e4m3, 4);
+  s.layout = Layout::kv;
+  EXPECT_NE(op_def(s.op).validate(s).find("layout vk"), std::string::npos) << op_def(s.op).validate(s);
+  Shape p;  // prefill's dense form has no pool
+  p.op = OpKind::prefill, p.seqlens = {64}, p.layout = Layout::vk, p.state_dtype = DType::i8;
+  EXPECT_NE(op_def(p.op).validate(p).find("pool form"), std::string::npos) << op_def(p.op).validate(p);
+  p.pool = 4;  // the pool form is accepted by the contract; no prefill variant runs it yet
+  EXPECT_EQ(op_def(p.op).validate(p), "");
+  for (const char* name : {"prefill/cpu", "prefill/cuda_recurrent", "prefill/sm75_legacy", "prefill/sm90"})
+    if (const Variant* v = Registry::instance().find(name)) EXPECT_NE(v->supports(p), "") << name;
+  auto f16 = step_shape(OpKind::decode, DType::f16, 4);
+  EXPECT_NE(op_def(f16.op).validate(f16).find("fp8e4m3 or int8"), std::string::npos);
+  EXPECT_EQ(parse_dtype("int8"), DType::i8);
+  EXPECT_EQ(parse_dtype("fp8e4m3"), DType::fp8e4m3);
+  EXPECT_EQ(to_string(DType::i8), "int8");
+}
+
+// Runs one variant on the host and verifies it against the quantized reference.
+Verification verify_on_host(const std::string& variant, const Shape& s, uint64_t seed = 5) {
+  const Variant* v = Registry::instance().find(variant);
+  if (v == nullptr) throw std::logic_error(variant + " is not registered");
+  if (auto why = op_def(s.op).validate(s); !why.empty()) throw std::invalid_argument(why);
+  if (auto why = v->supports(s); !why.empty()) throw std::invalid_argument(variant + ": " + why);
+  auto backend = make_cpu_backend(2);
+  Problem p(s, *backend, seed, 2);
+  return verify_problem(*v, p, *backend, std::nullopt, 4e10, 2);
+}
+
+void expect_pass(const Verification& v, const std::string& what) {
+  EXPECT_TRUE(v.pass) << what;
+  for (auto& c : v.checks)
+    EXPECT_TRUE(c.pass) << what << ": " << c.tensor << " rel_l2 " << c.rel_l2 << " (tol " << c.tolerance << ") unwritten "
+                        << c.unwritten << " nonfinite " << c.nonfinite << " untouched " << c.untouched_diff;
+}
+
+TEST(StateQuant, DecodeCpuMatchesTheQuantizedReference) {
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (auto pattern : {IndexPattern::identity, IndexPattern::padded, IndexPattern::high}) {
+      auto s = step_shape(OpKind::decode, d, 17, 128, 64, 4);
+      s.pool = 40;  // untouched slots, codes and scales, must stay bit-identical
+      s.indices = pattern;
+      s.index_dtype = pattern == IndexPattern::high ? DType::i32 : DType::i64;
+      expect_pass(verify_on_host("decode/cpu", s), std::string(to_string(d)) + " " + std::string(to_string(pattern)));
+    }
+}
+
+TEST(StateQuant, MtpCpuMatchesTheQuantizedReferenceWithCacheRollbackAndReadOnlyPools) {
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (bool rollback : {false, true})
+      for (bool update : {true, false}) {
+        auto s = step_shape(OpKind::mtp, d, 9, 64, 32, 2);  // row 7 is padding
+        s.tokens = 4, s.pool = 20, s.indices = IndexPattern::padded;
+        s.cache_intermediate = true, s.rollback = rollback, s.update_state = update;
+        s.gate = rollback ? GateForm::raw : GateForm::log;
+        expect_pass(verify_on_host("mtp/cpu", s),
+                    std::string(to_string(d)) + (rollback ? " rollback" : "") + (update ? "" : " read-only"));
+      }
+}
+
+TEST(StateQuant, StressInputsPass) {
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (auto dist : {InputDist::strong_decay, InputDist::no_decay, InputDist::beta_one, InputDist::positive_keys}) {
+      auto s = step_shape(OpKind::mtp, d, 6, 128, 32, 4);
+      s.tokens = 8, s.inputs = dist, s.cache_intermediate = true;
+      expect_pass(verify_on_host("mtp/cpu", s), std::string(to_string(d)) + " " + std::string(to_string(dist)));
+    }
+}
+
+TEST(StateQuant, TruncatingStoreIsCaught) {
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    auto s = step_shape(OpKind::decode, d, 16, 128, 64, 4);
+    const auto v = verify_on_host("decode/cpu_q8_truncating", s);
+    EXPECT_FALSE(v.pass) << to_string(d);
+    for (auto& c : v.checks)
+      if (c.tensor == "pool") {
+        EXPECT_FALSE(c.pass) << to_string(d);
+        EXPECT_GT(c.rel_l2, 1.5 * c.tolerance) << to_string(d) << ": the bug must stand clear of the threshold";
+      }
+  }
+}
+
+TEST(StateDriftEstimate, FiniteGrowingAndInt8BelowFp8) {
+  DriftOptions opt;
+  opt.heads = 4, opt.rows_per_head = 4, opt.lengths = {512, 4096, 16384}, opt.o_window = 256;
+  StateDrift drift[2];
+  int i = 0;
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    auto s = step_shape(OpKind::decode, d, 1, 128, 128, 4);
+    auto& r = drift[i++];
+    r = estimate_drift(s, 3, opt);
+    ASSERT_EQ(r.tokens, opt.lengths);
+    EXPECT_EQ(r.rows, 16);
+    for (size_t m = 0; m < r.tokens.size(); ++m) {
+      EXPECT_TRUE(std::isfinite(r.state_rel_l2[m]) && r.state_rel_l2[m] > 0) << to_string(d) << " " << m;
+      EXPECT_TRUE(std::isfinite(r.o_rel_l2[m]) && r.o_rel_l2[m] > 0) << to_string(d) << " " << m;
+      EXPECT_LT(r.state_rel_l2[m], 1.0) << to_string(d);
+    }
+    EXPECT_GT(r.state_rel_l2.back(), r.state_rel_l2.front()) << to_string(d) << ": drift grows with length";
+    EXPECT_EQ(estimate_drift(s, 3, opt).state_rel_l2, r.state_rel_l2) << "deterministic";
+  }
+  // 7 bits of a row's absmax (int8) against 3 mantissa bits (fp8 e4m3) on Gaussian-like rows.
+  for (size_t m = 0; m < opt.lengths.size(); ++m) EXPECT_LT(drift[1].state_rel_l2[m], drift[0].state_rel_l2[m]);
+  EXPECT_THROW(estimate_drift(step_shape(OpKind::decode, DType::bf16, 1), 3, opt), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gdn
+
+namespace gdn {
+namespace {
+
+CaseRecord drift_record() {
+  CaseRecord r;
+  r.case_name = "q8", r.variant = "decode/cpu", r.mode = "cold", r.status = CaseStatus::ok;
+  r.shape = step_shape(OpKind::decode, DType::fp8e4m3, 4);
+  r.drift.heads = 4, r.drift.rows = 32, r.drift.tokens = {4096, 32768, 131072};
+  r.drift.state_rel_l2 = {1e-3, 4e-3, 9e-3}, r.drift.o_rel_l2 = {2e-3, 5e-3, kNaN};
+  return r;
+}
+
+TEST(StateDriftRecord, RoundTripsThroughJsonAndTheSchema) {
+  const auto j = to_json(drift_record());
+  const auto back = record_from_json(j);
+  EXPECT_EQ(back.drift.tokens, drift_record().drift.tokens);
+  EXPECT_EQ(back.drift.state_rel_l2, drift_record().drift.state_rel_l2);
+  EXPECT_TRUE(std::isnan(back.drift.o_rel_l2[2]));  // null in the file
+  EXPECT_EQ(back.shape.state_dtype, DType::fp8e4m3);
+  CaseRecord plain = drift_record();
+  plain.drift = {};
+  EXPECT_FALSE(to_json(plain).contains("drift")) << "records without an 8-bit pool are unchanged";
+  auto bad = j;
+  bad["drift"]["tokens"] = {4096, -1, 3};
+  EXPECT_THROW(record_from_json(bad), std::exception);
+  bad = j;
+  bad["drift"].erase("o_rel_l2");
+  EXPECT_THROW(record_from_json(bad), std::exception);
+}
+
+TEST(StateDriftRecord, TableShowsTheColumnAndEveryLength) {
+  const std::string t = format_tables({drift_record()}, false, 200);
+  EXPECT_NE(t.find("drift@128k"), std::string::npos) << t;
+  EXPECT_NE(t.find("S 9.0e-03"), std::string::npos) << t;
+  EXPECT_NE(t.find("4k: state 1.0e-03 o 2.0e-03"), std::string::npos) << t;
+  CaseRecord plain = drift_record();
+  plain.drift = {};
+  EXPECT_EQ(format_tables({plain}, false, 200).find("drift"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gdn
