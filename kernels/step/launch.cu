@@ -9,7 +9,9 @@
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
+#include "core/state_quant.h"
 #include "step/decode.cuh"
+#include "step/decode_8bit.cuh"
 #include "step/kernel.cuh"
 #include "step/mtp_mma.cuh"
 #include "step/mtp_mma_pipelined.cuh"
@@ -26,6 +28,21 @@ template <class TS, int ROWS> void launch_decode_vk(const decode::Args& a, cudaS
   const int64_t warps = warps_for(a, rows_per_warp);
   const int smem = kWarps * stage_bytes(1, rows_per_warp);
   decode_vk_kernel<TS, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
+}
+
+template <class Q, int ROWS> void launch_decode_vk_8bit(const decode::Args& a, cudaStream_t st) {
+  constexpr int rows_per_warp = 4 * ROWS;
+  const int64_t warps = warps_for(a, rows_per_warp);
+  const int smem = kWarps * stage_bytes(1, rows_per_warp);
+  decode_vk_8bit_kernel<Q, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
+}
+
+// 8-bit pools: decode_vk only (check() refuses every other kernel for them).
+template <class Q> void launch_8bit(const decode::Args& a, const Plan& p, cudaStream_t st) {
+  if (p.kernel != Kernel::decode_vk) throw runtime_error("fast step: no 8-bit kernel for plan " + p.describe(a.state_dtype));
+  if (p.depth == 1) return launch_decode_vk_8bit<Q, 1>(a, st);
+  if (p.depth == 2) return launch_decode_vk_8bit<Q, 2>(a, st);
+  return launch_decode_vk_8bit<Q, 4>(a, st);
 }
 
 template <class TS, int LPK> void launch_decode_kv(const decode::Args& a, cudaStream_t st) {
@@ -116,6 +133,10 @@ void launch(const Shape& s, const TensorSet& t, const Plan& p, void* stream) {
   if (a.B == 0) return;
   auto st = static_cast<cudaStream_t>(stream);
   const bool bf16 = a.state_dtype == DType::bf16;
+  if (quant::is_8bit(a.state_dtype)) {
+    a.state_dtype == DType::fp8e4m3 ? launch_8bit<Fp8Codes>(a, p, st) : launch_8bit<Int8Codes>(a, p, st);
+    return check_launch("fast step");
+  }
   if (p.kernel == Kernel::mma_pipelined) {
     if (p.read_only) launch_mma_pipelined<true, false>(a, st);
     else if (p.form == MmaForm::tf32) launch_mma_pipelined<false, true>(a, st);

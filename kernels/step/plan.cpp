@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/plan_spec.h"
+#include "core/state_quant.h"
 
 namespace gdn::step {
 
@@ -168,7 +169,7 @@ int Plan::block_warps() const {
 int Plan::min_warps(DType state) const {
   const bool bf16 = state == DType::bf16;
   switch (kernel) {
-    case Kernel::decode_vk: return decode_vk_min_warps(bf16, depth);
+    case Kernel::decode_vk: return decode_vk_min_warps(state != DType::f32, depth);  // bf16 and 8-bit: 20
     case Kernel::decode_kv: return kDecodeKvMinWarps;
     case Kernel::tokens_vk: return kTokensVkMinWarps;
     case Kernel::tokens_kv: return kNoMinWarps;
@@ -193,6 +194,7 @@ std::string Plan::describe(DType state) const {
 std::string check(const Plan& p, const Call& a) {
   const bool bf16 = a.state_dtype == DType::bf16;
   const bool vk = a.layout == Layout::vk;
+  if (quant::is_8bit(a.state_dtype) && p.kernel != Kernel::decode_vk) return "8-bit pools run on decode_vk only";
   if (is_mma(p.kernel)) {
     if (!mma_supported(a)) return "the tensor-core kernels take vk calls without the cache only";
     if (p.depth != 0 || p.tiles != 1) return "the tensor-core kernels have no depth or tiles";

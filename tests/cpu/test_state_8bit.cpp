@@ -19,6 +19,8 @@
 #include "run/drift.h"
 #include "run/problem.h"
 #include "run/verify.h"
+#include "step/plan.h"
+#include "step/step.h"
 
 namespace gdn {
 namespace {
@@ -273,6 +275,31 @@ TEST(StateDriftRecord, TableShowsTheColumnAndEveryLength) {
   CaseRecord plain = drift_record();
   plain.drift = {};
   EXPECT_EQ(format_tables({plain}, false, 200).find("drift"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gdn
+
+namespace gdn {
+namespace {
+
+TEST(StateQuantFastStep, DecodeRoutesToTheEightBitDecodeKernelAndMtpRefuses) {
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (int64_t batch : {1, 64, 512}) {
+      auto s = step_shape(OpKind::decode, d, batch, 128, 128, 32);
+      EXPECT_EQ(step::supports(s), "") << s.key();
+      const auto call = step::Call::of(s);
+      const auto plan = step::plan_for(call, "");
+      EXPECT_EQ(plan.kernel, step::Kernel::decode_vk) << s.key();
+      EXPECT_EQ(plan.min_warps(d), 20) << "the 8-bit build's budget: " << plan.describe(d);
+      EXPECT_NE(step::check(step::Plan{step::Kernel::tokens_vk, 2}, call), "") << "only decode_vk runs 8-bit pools";
+      EXPECT_THROW(step::plan_for(call, "kernel=tokens_vk"), std::invalid_argument);
+      auto m = step_shape(OpKind::mtp, d, batch, 128, 128, 32);
+      EXPECT_NE(step::supports(m), "") << "mtp/fast has no 8-bit kernels";
+    }
+  // The fp32 and bf16 routing and budgets are those of before.
+  auto f = step_shape(OpKind::decode, DType::f32, 512, 128, 128, 32);
+  EXPECT_EQ(step::plan_for(step::Call::of(f), "").min_warps(DType::f32), 16);
 }
 
 }  // namespace

@@ -1,0 +1,152 @@
+// decode/fast on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md, decode_vk_8bit_kernel): every
+// tile depth against the quantized fp64 reference on padding rows, the raw gate, stress inputs,
+// 32-bit indices and byte offsets past 2^31; the launch captured into a CUDA graph giving the
+// same bits as a direct launch; and 1000 repeats from the same inputs bit-identical. Each case
+// skips without a device; the routing and ptxas budgets are checked on the CPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/fnv.h"
+#include "core/op.h"
+#include "core/registry.h"
+#include "gpu_suite.h"
+#include "run/problem.h"
+#include "run/verify.h"
+#include "step/step.h"
+
+namespace gdn {
+namespace {
+
+constexpr uint64_t kSeed = 90817;
+
+using test::step_shape;
+
+struct Q8Case {
+  std::string label;
+  Shape shape;
+  int depth;
+};
+
+std::vector<Q8Case> q8_cases() {
+  std::vector<Q8Case> out;
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    const std::string tag{to_string(d)};
+    for (int depth : {1, 2, 4}) {
+      Shape plain = step_shape(OpKind::decode, 33, 1, 16, 32, Layout::vk, d);
+      Shape padded = step_shape(OpKind::decode, 260, 1, 4, 16, Layout::vk, d);
+      padded.gate = GateForm::raw, padded.indices = IndexPattern::padded, padded.pool = 300;
+      Shape stress = step_shape(OpKind::decode, 64, 1, 2, 8, Layout::vk, d);
+      stress.inputs = InputDist::strong_decay, stress.l2norm = false, stress.index_dtype = DType::i32;
+      stress.indices = IndexPattern::random, stress.pool = 100;
+      Shape beta_one = step_shape(OpKind::decode, 16, 1, 2, 8, Layout::vk, d);
+      beta_one.inputs = InputDist::beta_one, beta_one.dv = 64;
+      for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
+               {"b33", plain}, {"b260_raw_padded", padded}, {"b64_strong_decay_no_l2norm_i32", stress},
+               {"b16_beta_one_v64", beta_one}})
+        out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
+    }
+    // Slots at the end of a pool of 9000 x 16 heads: code offsets past 2^31 bytes (64-bit math).
+    Shape high = step_shape(OpKind::decode, 256, 1, 8, 16, Layout::vk, d);
+    high.indices = IndexPattern::high, high.pool = 9000;
+    out.push_back({"b256_high_slots_past_2g_" + tag, high, 4});
+  }
+  return out;
+}
+
+step::Plan plan_at(const Shape& s, int depth) { return step::cuda_core_plan(step::Call::of(s), depth); }
+
+class FastStep8bit : public test::CudaSuite<Q8Case> {
+ protected:
+  void skip_without_device() {
+    if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
+    const Variant* v = Registry::instance().find("decode/fast");
+    ASSERT_NE(v, nullptr);
+    if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << "decode/fast cannot run here: " << why;
+  }
+  // The outputs a launch left (o, pool codes, pool scales) as one hash.
+  static uint64_t outputs_hash(Problem& p) {
+    p.download();
+    uint64_t h = kFnvOffsetBasis;
+    for (const char* name : {"o", "pool", "pool_scale"}) {
+      const Tensor& t = p.results().at(name);
+      h = fnv1a(std::string_view(static_cast<const char*>(t.data), t.bytes()), h);
+    }
+    return h;
+  }
+};
+
+TEST_P(FastStep8bit, MatchesTheQuantizedReference) {
+  const Q8Case& c = GetParam();
+  ASSERT_EQ(op_def(c.shape.op).validate(c.shape), "") << c.shape.key();
+  ASSERT_EQ(step::supports(c.shape), "") << c.shape.key();
+  const step::Plan plan = plan_at(c.shape, c.depth);
+  ASSERT_EQ(step::check(plan, step::Call::of(c.shape)), "") << plan.describe(c.shape.state_dtype);
+  skip_without_device();
+  Problem p(c.shape, *backend_, kSeed);
+  p.reset_device();
+  step::launch(c.shape, p.device(), plan, backend_->launch_context().stream);
+  backend_->synchronize();
+  ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+  p.download();
+  const Verification r = check_outputs(p, effective_tolerances(c.shape, step::tolerances()), {}, 0);
+  EXPECT_FALSE(r.checks.empty());
+  EXPECT_TRUE(r.pass) << c.label << "\n" << test::describe(r);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, FastStep8bit, testing::ValuesIn(q8_cases()),
+                         [](const testing::TestParamInfo<Q8Case>& info) { return info.param.label; });
+
+class FastStep8bitRuns : public FastStep8bit {};
+
+TEST_P(FastStep8bitRuns, GraphCaptureAndThousandRepeatsAreBitIdentical) {
+  const Q8Case& c = GetParam();
+  skip_without_device();
+  Problem p(c.shape, *backend_, kSeed);
+  const step::Plan plan = plan_at(c.shape, c.depth);
+  auto* stream = static_cast<cudaStream_t>(backend_->launch_context().stream);
+  p.reset_device();
+  step::launch(c.shape, p.device(), plan, stream);
+  const uint64_t direct = outputs_hash(p);
+
+  cudaStream_t capture = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(capture, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  step::launch(c.shape, p.device(), plan, capture);
+  ASSERT_EQ(cudaStreamEndCapture(capture, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  p.reset_device();
+  ASSERT_EQ(cudaGraphLaunch(exec, capture), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(capture), cudaSuccess);
+  EXPECT_EQ(outputs_hash(p), direct) << "the graph replay differs from the direct launch";
+  cudaGraphExecDestroy(exec), cudaGraphDestroy(graph), cudaStreamDestroy(capture);
+
+  for (int i = 0; i < 1000; ++i) {
+    p.reset_device();
+    step::launch(c.shape, p.device(), plan, stream);
+    const uint64_t h = outputs_hash(p);
+    ASSERT_EQ(h, direct) << "repeat " << i << " differs";
+  }
+}
+
+// Small shapes: 1000 resets of the pool stay quick.
+std::vector<Q8Case> run_cases() {
+  std::vector<Q8Case> out;
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    Shape s = step_shape(OpKind::decode, 64, 1, 4, 8, Layout::vk, d);
+    s.indices = IndexPattern::padded, s.pool = 80;
+    out.push_back({"b64_padded_" + std::string(to_string(d)), s, 2});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cuda, FastStep8bitRuns, testing::ValuesIn(run_cases()),
+                         [](const testing::TestParamInfo<Q8Case>& info) { return info.param.label; });
+
+}  // namespace
+}  // namespace gdn
