@@ -37,6 +37,19 @@ struct Fp8Codes {
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
   }
+  // 4 codes in a 32-bit word (the T-token kernel's fp32 register layout).
+  __device__ static void widen4(uint32_t w, float scale, float* x) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(w >> (16 * i)), __NV_E4M3)));
+      x[2 * i] = __fmul_rn(f.x, scale), x[2 * i + 1] = __fmul_rn(f.y, scale);
+    }
+  }
+  __device__ static uint32_t narrow4(const float* x, float r) {
+    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(x[0], r), __fmul_rn(x[1], r)), __NV_SATFINITE, __NV_E4M3);
+    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(x[2], r), __fmul_rn(x[3], r)), __NV_SATFINITE, __NV_E4M3);
+    return lo | (hi << 16);
+  }
 };
 
 // int8 codes (-127..127): 16 per chunk.
@@ -56,14 +69,18 @@ struct Int8Codes {
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
   }
-};
-
-// Butterfly max over the lanes whose ids differ only in the bits kFrom .. < kTo.
-template <int kFrom, int kTo> __device__ __forceinline__ float max_lanes(float x) {
+  __device__ static void widen4(uint32_t w, float scale, float* x) {
 #pragma unroll
-  for (int m = kFrom; m < kTo; m <<= 1) x = fmaxf(x, __shfl_xor_sync(kFull, x, m));
-  return x;
-}
+    for (int i = 0; i < 4; ++i) x[i] = __fmul_rn(float(int8_t(w >> (8 * i))), scale);
+  }
+  __device__ static uint32_t narrow4(const float* x, float r) {
+    uint32_t w = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w |= uint32_t(__float2int_rn(fminf(fmaxf(__fmul_rn(x[i], r), -127.f), 127.f)) & 0xff) << (8 * i);
+    return w;
+  }
+};
 
 template <class Q, int ROWS, class M = InPlaceMem, int W = kWarps>
 __global__ void __launch_bounds__(W * 32, decode_vk_min_warps(true, ROWS) / W)
@@ -128,6 +145,59 @@ __global__ void __launch_bounds__(W * 32, decode_vk_min_warps(true, ROWS) / W)
     }
     if (cl == 0) o[rg + RPI * r] = f32_to_bf16_bits(g.decay * nm.y * pq + d * nm.z);
   }
+}
+
+// The T-token vk kernel for 8-bit pools (mtp: cache, rollback, read-only): step_vk_kernel with the
+// fp32 register tile (VkTile<float, ROWS, Q>): its 4-value chunks come from 32-bit loads of codes
+// (4 per lane and row, each instruction reading whole 32-byte segments) and the rows' scales,
+// all issued before the first use; the cache entries and the final state are stored as codes
+// with a new scale per row (VkTile::store_codes). The slot or the rollback's cache entry is read
+// before any cache store of the same rows, as in step_vk_kernel.
+template <class Q, int ROWS, class M = InPlaceMem, int MINW = tokens_vk_8bit_min_warps(ROWS)>
+__global__ void __launch_bounds__(32, MINW) step_vk_8bit_kernel(const decode::Args a) {
+  using Tile = VkTile<float, ROWS, Q>;
+  constexpr int E = Tile::E, NC = Tile::NC, RPI = Tile::RPI;
+  extern __shared__ uint4 smem_raw[];
+  const int lane = threadIdx.x & 31;
+  WarpTask w;
+  if (!warp_task<1>(a, a.V / Tile::RPW, w)) return;
+  Tile tile(lane, w.tile * Tile::RPW);
+  const int TC = a.T < kVkStageTokens ? a.T : kVkStageTokens;
+  const Stage st(smem_raw, TC, Tile::RPW, true);
+  st.start(a, w.b, w.hk, w.h, tile.row0, 0, TC, lane);
+  const WarpGateIn gate_in = load_gate_inputs(a, w.b, w.h, lane);
+
+  if (w.slot < 0) {  // padding row: zero o and the cache (codes and scales), touch no slot
+    __pipeline_wait_prior(0);
+    tile.zero_outputs(a, w.b, w.h, lane);
+    return;
+  }
+
+  // The starting state: the slot, or the rollback's cache entry accepted[b] - 1 (64-bit rows).
+  const int acc = a.accepted != nullptr ? a.accepted[w.b] : 0;
+  const int64_t slot_rows = (w.slot * a.HV + w.h) * int64_t(a.V);
+  const int64_t from_rows = acc > 0 ? ((w.b * a.T + acc - 1) * a.HV + w.h) * int64_t(a.V) : slot_rows;
+  const uint8_t* from = static_cast<const uint8_t*>(acc > 0 ? a.intermediate : a.pool) + from_rows * kHeadK;
+  const float* from_scales = (acc > 0 ? a.intermediate_scale : a.pool_scale) + from_rows;
+  uint32_t raw[ROWS][NC];
+  float scale[ROWS];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c)
+      raw[r][c] = *reinterpret_cast<const uint32_t*>(from + (tile.row0 + tile.rg + RPI * r) * kHeadK +
+                                                     (tile.cl + Tile::LPR * c) * E);
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) scale[r] = from_scales[tile.row0 + tile.rg + RPI * r];
+  const WarpGates gates = gates_of(a, gate_in, lane);
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) Q::widen4(raw[r][c], scale[r], &tile.s[r][c * E]);
+
+  tile.template run<M>(a, st, gates, w, TC, lane);
+  if (a.update_state)
+    tile.store_codes(static_cast<uint8_t*>(a.pool) + slot_rows * kHeadK, a.pool_scale + slot_rows, tile.lazy.c);
 }
 
 }  // namespace gdn::step

@@ -122,6 +122,13 @@ template <int kFrom, int kTo> __device__ __forceinline__ float sum_lanes(float x
   return x;
 }
 
+// Butterfly max over the same lane groups (8-bit pools: a row's absmax).
+template <int kFrom, int kTo> __device__ __forceinline__ float max_lanes(float x) {
+#pragma unroll
+  for (int m = kFrom; m < kTo; m <<= 1) x = fmaxf(x, __shfl_xor_sync(kFull, x, m));
+  return x;
+}
+
 // Sums N values (N = 2, 4 or 8) over a group of 8 lanes (lane bits 0-2) and leaves one sum in
 // each lane: lane cl of the group returns the sum of x[cl / (8 / N)]. Each level exchanges half of
 // the remaining values (a transposing butterfly): 7 N / 8 shuffles instead of 3 N.

@@ -24,6 +24,8 @@
 // operations per element (two dots, one update) instead of four.
 #pragma once
 
+#include <type_traits>
+
 #include "step/device.cuh"
 
 namespace gdn::step {
@@ -103,8 +105,10 @@ template <class TS, int ROWS> struct VkGeom {
 };
 
 // One warp's vk tile in registers: RPW = 4 x ROWS rows of one (row, value head) state, and the
-// token loop over it (step_vk_kernel).
-template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
+// token loop over it (step_vk_kernel). Q (void but for 8-bit pools: decode_8bit.cuh's code
+// formats, with TS = float for the fp32 register layout) makes the cache stores 8-bit codes
+// with a scale per row; the void builds are the fp32 and bf16 kernels as they were.
+template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
   using G = VkGeom<TS, ROWS>;
   using typename G::C;
   using G::LPR, G::E, G::KPL, G::NC, G::RPI, G::RPW;
@@ -138,11 +142,46 @@ template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
       }
   }
 
+  // 8-bit pools: the true state c * s of every row as codes (4 per 32-bit store, the fp32
+  // layout's chunks) and one new scale per row, from the row's absmax over its 8 lanes.
+  __device__ void store_codes(uint8_t* codes, float* scales, float c) const {
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      float m = 0.f;  // c > 0 and rounding is monotonic: max |c s_e| = c max |s_e|, exactly
+#pragma unroll
+      for (int e = 0; e < KPL; ++e) m = fmaxf(m, fabsf(s[r][e]));
+      const float amax = max_lanes<1, LPR>(c * m);
+      const float inv = amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f;
+      const int row = row0 + rg + RPI * r;
+#pragma unroll
+      for (int ch = 0; ch < NC; ++ch) {
+        const float x[4] = {c * s[r][ch * E], c * s[r][ch * E + 1], c * s[r][ch * E + 2], c * s[r][ch * E + 3]};
+        *reinterpret_cast<uint32_t*>(codes + row * kHeadK + (cl + LPR * ch) * E) = Q::narrow4(x, inv);
+      }
+      if (cl == 0) scales[row] = __fdiv_rn(amax, Q::kQ);
+    }
+  }
+
   // Padding row: zero o (and the cache) of every token, touch no slot.
   __device__ void zero_outputs(const decode::Args& a, int64_t b, int h, int lane) const {
     for (int t = 0; t < a.T; ++t) {
       uint16_t* o = a.o + ((b * a.T + t) * a.HV + h) * a.V + row0;
       if (lane < RPW) o[lane] = 0;
+      if constexpr (!std::is_void_v<Q>) {
+        if (a.intermediate) {
+          const int64_t rows = (b * a.T + t) * a.HV + h, at = rows * a.V;  // the entry's first row
+#pragma unroll
+          for (int r = 0; r < ROWS; ++r) {
+            const int row = row0 + rg + RPI * r;
+#pragma unroll
+            for (int c = 0; c < NC; ++c)
+              *reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(a.intermediate) + (at + row) * kHeadK +
+                                           (cl + LPR * c) * E) = 0u;
+            if (cl == 0) a.intermediate_scale[at + row] = 0.f;
+          }
+        }
+        continue;
+      }
       if (a.intermediate) {
         TS* dst = static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h);
 #pragma unroll
@@ -219,7 +258,27 @@ template <class TS, int ROWS> struct VkTile : VkGeom<TS, ROWS> {
 #pragma unroll
           for (int e = 0; e < E; ++e) s[r][ch * E + e] = fmaf(dk[r], kc[e], s[r][ch * E + e]);
       }
-      if (a.intermediate) store<M>(static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h), c);
+      if constexpr (std::is_void_v<Q>) {
+        if (a.intermediate) store<M>(static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h), c);
+      } else if (a.intermediate) {
+        const int64_t entry = ((b * a.T + t) * a.HV + h) * int64_t(a.V);  // the entry's first row
+        store_codes(static_cast<uint8_t*>(a.intermediate) + entry * kHeadK, a.intermediate_scale + entry, c);
+      }
+    }
+  }
+
+  // All T tokens of the warp's row, TC at a time through st (the first stage already started).
+  template <class M>
+  __device__ void run(const decode::Args& a, const Stage& st, const WarpGates& gates, const WarpTask& w, int TC,
+                      int lane) {
+    for (int t0 = 0; t0 < a.T; t0 += TC) {
+      const int n = a.T - t0 < TC ? a.T - t0 : TC;
+      if (t0 > 0) {
+        __syncwarp();  // every lane is done reading the previous tokens
+        st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
+      }
+      st.finish(n, a.l2norm, a.scale, lane);
+      tokens<M>(a, st, gates, w.b, w.h, t0, n);
     }
   }
 };
@@ -260,15 +319,7 @@ __global__ void __launch_bounds__(32, MINW) step_vk_kernel(const decode::Args a)
   const WarpGates gates = gates_of(a, gate_in, lane);
   tile.widen(raw);
 
-  for (int t0 = 0; t0 < a.T; t0 += TC) {
-    const int n = a.T - t0 < TC ? a.T - t0 : TC;
-    if (t0 > 0) {
-      __syncwarp();  // every lane is done reading the previous tokens
-      st.start(a, w.b, w.hk, w.h, tile.row0, t0, n, lane);
-    }
-    st.finish(n, a.l2norm, a.scale, lane);
-    tile.template tokens<M>(a, st, gates, w.b, w.h, t0, n);
-  }
+  tile.template run<M>(a, st, gates, w, TC, lane);
   if (a.update_state) tile.template store<M>(pool, tile.lazy.c);
 }
 

@@ -37,8 +37,19 @@ template <class Q, int ROWS> void launch_decode_vk_8bit(const decode::Args& a, c
   decode_vk_8bit_kernel<Q, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
 }
 
-// 8-bit pools: decode_vk only (check() refuses every other kernel for them).
+template <class Q, int ROWS> void launch_tokens_vk_8bit(const decode::Args& a, cudaStream_t st) {
+  constexpr int rows_per_warp = 4 * ROWS;
+  const int tc = a.T < kVkStageTokens ? a.T : kVkStageTokens;
+  step_vk_8bit_kernel<Q, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
+}
+
+// 8-bit pools: decode_vk and tokens_vk (check() refuses every other kernel for them).
 template <class Q> void launch_8bit(const decode::Args& a, const Plan& p, cudaStream_t st) {
+  if (p.kernel == Kernel::tokens_vk) {
+    if (p.depth == 1) return launch_tokens_vk_8bit<Q, 1>(a, st);
+    if (p.depth == 2) return launch_tokens_vk_8bit<Q, 2>(a, st);
+    return launch_tokens_vk_8bit<Q, 4>(a, st);
+  }
   if (p.kernel != Kernel::decode_vk) throw runtime_error("fast step: no 8-bit kernel for plan " + p.describe(a.state_dtype));
   if (p.depth == 1) return launch_decode_vk_8bit<Q, 1>(a, st);
   if (p.depth == 2) return launch_decode_vk_8bit<Q, 2>(a, st);

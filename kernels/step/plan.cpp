@@ -97,7 +97,8 @@ bool uses_decode_kernel(const Call& a) {
 bool read_only_call(const Call& a) { return !a.update_state && a.T <= kMmaChunk; }
 
 bool uses_read_only_kernel(const Call& a) {
-  return a.layout == Layout::vk && !a.update_state && !a.cache && a.T <= kGramTokens;
+  return a.layout == Layout::vk && !a.update_state && !a.cache && a.T <= kGramTokens &&
+         !quant::is_8bit(a.state_dtype);  // 8-bit read-only calls run tokens_vk
 }
 
 // From 8 tokens on (vk, no cache) the tensor-core kernels win (H200, B = 128: T = 8 162 vs 188
@@ -171,7 +172,7 @@ int Plan::min_warps(DType state) const {
   switch (kernel) {
     case Kernel::decode_vk: return decode_vk_min_warps(state != DType::f32, depth);  // bf16 and 8-bit: 20
     case Kernel::decode_kv: return kDecodeKvMinWarps;
-    case Kernel::tokens_vk: return kTokensVkMinWarps;
+    case Kernel::tokens_vk: return quant::is_8bit(state) ? tokens_vk_8bit_min_warps(depth) : kTokensVkMinWarps;
     case Kernel::tokens_kv: return kNoMinWarps;
     case Kernel::read_only_vk: return read_only_min_warps(bf16);
     case Kernel::mma: return kMmaMinWarps;
@@ -194,7 +195,8 @@ std::string Plan::describe(DType state) const {
 std::string check(const Plan& p, const Call& a) {
   const bool bf16 = a.state_dtype == DType::bf16;
   const bool vk = a.layout == Layout::vk;
-  if (quant::is_8bit(a.state_dtype) && p.kernel != Kernel::decode_vk) return "8-bit pools run on decode_vk only";
+  if (quant::is_8bit(a.state_dtype) && p.kernel != Kernel::decode_vk && p.kernel != Kernel::tokens_vk)
+    return "8-bit pools run on decode_vk (decode) and tokens_vk (mtp) only";
   if (is_mma(p.kernel)) {
     if (!mma_supported(a)) return "the tensor-core kernels take vk calls without the cache only";
     if (p.depth != 0 || p.tiles != 1) return "the tensor-core kernels have no depth or tiles";

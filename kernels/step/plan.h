@@ -40,6 +40,9 @@ constexpr int kBlockWarps = 4;  // warps per block of the multi-warp kernels (no
 constexpr int decode_vk_min_warps(bool bf16, int depth) { return bf16 || depth <= 2 ? 20 : 16; }
 constexpr int kDecodeKvMinWarps = 12;
 constexpr int kTokensVkMinWarps = 16;  // 128 registers: T = 4 B = 128 139 us vs 147 at 12 warps
+// 8-bit pools' T-token build: 16 warps spill 48 bytes at depth 4 (the rows' absmax and the IEEE
+// divisions of the re-quantized stores), so depth 4 is budgeted for 12 (unmeasured).
+constexpr int tokens_vk_8bit_min_warps(int depth) { return depth == 4 ? 12 : kTokensVkMinWarps; }
 constexpr int read_only_min_warps(bool bf16) { return bf16 ? 20 : 16; }  // four tiles fit (e31ce7a)
 constexpr int kMmaMinWarps = 12;
 constexpr int kMmaPipelinedMinWarps = 11;  // 184 registers: shared memory fits 11 (f85e5db, 7ef9836)

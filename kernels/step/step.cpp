@@ -11,11 +11,8 @@ std::string supports(const Shape& s) {
   if (s.input_dtype != DType::bf16) return "q/k/v must be bf16";
   if (s.dk != kHeadK) return "head size K must be 128";
   if (s.dv % 16 != 0) return "head size V must be a multiple of 16";
-  if (quant::is_8bit(s.state_dtype)) {
-    if (s.op != OpKind::decode) return fmt::format("no {} pools for mtp in this family yet (decode only)", to_string(s.state_dtype));
-  } else if (s.state_dtype != DType::f32 && s.state_dtype != DType::bf16) {
-    return "state must be f32 or bf16";
-  }
+  if (!quant::is_8bit(s.state_dtype) && s.state_dtype != DType::f32 && s.state_dtype != DType::bf16)
+    return "state must be f32, bf16, fp8e4m3 or int8";
   if (s.op == OpKind::mtp && s.tokens > 64) return "at most 64 tokens";
   // warp ids are 32-bit: rows x value heads x (V / 4) tiles must stay below 2^31
   if (s.batch * s.h_v * (s.dv / 4) >= (int64_t(1) << 31)) return "too many (row, head) tiles for 32-bit warp ids";

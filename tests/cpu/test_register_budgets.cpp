@@ -32,11 +32,11 @@ std::optional<step::Plan> plan_of(const std::string& name, const std::vector<std
   using step::Kernel;
   if (args.empty()) return std::nullopt;
   state = args[0] == "float" ? DType::f32 : DType::bf16;
-  if (args[0] == "gdn::step::Fp8Codes") state = DType::fp8e4m3;  // decode_vk_8bit_kernel's code formats
+  if (args[0] == "gdn::step::Fp8Codes") state = DType::fp8e4m3;  // the 8-bit kernels' code formats
   if (args[0] == "gdn::step::Int8Codes") state = DType::i8;
   static const std::map<std::string, Kernel> kernels{
       {"decode_vk_kernel", Kernel::decode_vk},        {"decode_kv_kernel", Kernel::decode_kv},
-      {"decode_vk_8bit_kernel", Kernel::decode_vk},
+      {"decode_vk_8bit_kernel", Kernel::decode_vk},   {"step_vk_8bit_kernel", Kernel::tokens_vk},
       {"step_vk_kernel", Kernel::tokens_vk},          {"step_kv_kernel", Kernel::tokens_kv},
       {"step_vk_read_only_kernel", Kernel::read_only_vk}, {"step_vk_mma_kernel", Kernel::mma},
       {"step_vk_mma_pipelined_kernel", Kernel::mma_pipelined}};
@@ -78,7 +78,7 @@ TEST(RegisterBudgets, EveryStepKernelFitsItsPlanWithoutSpilling) {
     ASSERT_TRUE(plan.has_value()) << "a kernel no plan names: " << u.name;
     ASSERT_GE(u.registers, 0) << u.name << " " << u.arch << ": no register count in the report";
     seen.insert(plan->kernel);
-    eight_bit_builds += name == "decode_vk_8bit_kernel";
+    eight_bit_builds += name == "decode_vk_8bit_kernel" || name == "step_vk_8bit_kernel";
     archs.insert(u.arch);
     const int warps = plan->min_warps(state);
     const int budget = warps > 0 ? step::register_budget(warps) : 255;
@@ -88,7 +88,7 @@ TEST(RegisterBudgets, EveryStepKernelFitsItsPlanWithoutSpilling) {
   }
   // Every kernel of the family was found, so the checks above were not vacuous.
   EXPECT_EQ(seen.size(), 7u);
-  EXPECT_EQ(eight_bit_builds, 2 * 3 * int(archs.size())) << "decode_vk_8bit_kernel: 2 formats x 3 depths per arch";
+  EXPECT_EQ(eight_bit_builds, 2 * 2 * 3 * int(archs.size())) << "2 8-bit kernels x 2 formats x 3 depths per arch";
   EXPECT_TRUE(archs.count("sm_90")) << "the report has no sm_90 kernels";
 }
 

@@ -283,7 +283,7 @@ TEST(StateDriftRecord, TableShowsTheColumnAndEveryLength) {
 namespace gdn {
 namespace {
 
-TEST(StateQuantFastStep, DecodeRoutesToTheEightBitDecodeKernelAndMtpRefuses) {
+TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
   for (DType d : {DType::fp8e4m3, DType::i8})
     for (int64_t batch : {1, 64, 512}) {
       auto s = step_shape(OpKind::decode, d, batch, 128, 128, 32);
@@ -291,15 +291,27 @@ TEST(StateQuantFastStep, DecodeRoutesToTheEightBitDecodeKernelAndMtpRefuses) {
       const auto call = step::Call::of(s);
       const auto plan = step::plan_for(call, "");
       EXPECT_EQ(plan.kernel, step::Kernel::decode_vk) << s.key();
-      EXPECT_EQ(plan.min_warps(d), 20) << "the 8-bit build's budget: " << plan.describe(d);
-      EXPECT_NE(step::check(step::Plan{step::Kernel::tokens_vk, 2}, call), "") << "only decode_vk runs 8-bit pools";
-      EXPECT_THROW(step::plan_for(call, "kernel=tokens_vk"), std::invalid_argument);
-      auto m = step_shape(OpKind::mtp, d, batch, 128, 128, 32);
-      EXPECT_NE(step::supports(m), "") << "mtp/fast has no 8-bit kernels";
+      EXPECT_EQ(plan.min_warps(d), 20) << "the 8-bit decode build's budget: " << plan.describe(d);
+      EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit pools";
+      EXPECT_THROW(step::plan_for(call, "kernel=mma"), std::invalid_argument);
+      // mtp: every form (cache, rollback, read-only, T <= 4 included) on tokens_vk.
+      for (bool update : {true, false})
+        for (bool cache : {false, true}) {
+          auto m = step_shape(OpKind::mtp, d, batch, 128, 128, 32);
+          m.tokens = 4, m.update_state = update, m.cache_intermediate = cache, m.rollback = cache && update;
+          EXPECT_EQ(step::supports(m), "") << m.key();
+          const auto mp = step::plan_for(step::Call::of(m), "");
+          EXPECT_EQ(mp.kernel, step::Kernel::tokens_vk) << m.key();
+          EXPECT_EQ(mp.min_warps(d), mp.depth == 4 ? 12 : 16) << mp.describe(d);
+          EXPECT_THROW(step::plan_for(step::Call::of(m), "kernel=read_only_vk"), std::invalid_argument);
+        }
     }
   // The fp32 and bf16 routing and budgets are those of before.
   auto f = step_shape(OpKind::decode, DType::f32, 512, 128, 128, 32);
   EXPECT_EQ(step::plan_for(step::Call::of(f), "").min_warps(DType::f32), 16);
+  auto r = step_shape(OpKind::mtp, DType::bf16, 64, 128, 128, 32);
+  r.tokens = 4, r.update_state = false;
+  EXPECT_EQ(step::plan_for(step::Call::of(r), "").kernel, step::Kernel::read_only_vk);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// decode/fast on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md, decode_vk_8bit_kernel): every
-// tile depth against the quantized fp64 reference on padding rows, the raw gate, stress inputs,
-// 32-bit indices and byte offsets past 2^31; the launch captured into a CUDA graph giving the
-// same bits as a direct launch; and 1000 repeats from the same inputs bit-identical. Each case
-// skips without a device; the routing and ptxas budgets are checked on the CPU.
+// decode/fast and mtp/fast on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md;
+// decode_vk_8bit_kernel and step_vk_8bit_kernel): every tile depth against the quantized fp64
+// reference on padding rows, the raw gate, stress inputs, 32-bit indices, byte offsets past 2^31,
+// and for mtp the cache, rollback, read-only pools and several staging rounds; the launch captured
+// into a CUDA graph giving the same bits as a direct launch; and 1000 repeats from the same
+// inputs bit-identical. Each case skips without a device; the routing and ptxas budgets are
+// checked on the CPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -48,6 +50,20 @@ std::vector<Q8Case> q8_cases() {
                {"b33", plain}, {"b260_raw_padded", padded}, {"b64_strong_decay_no_l2norm_i32", stress},
                {"b16_beta_one_v64", beta_one}})
         out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
+      Shape m4 = step_shape(OpKind::mtp, 64, 4, 16, 32, Layout::vk, d);  // the T = 4, no cache
+      Shape cache = step_shape(OpKind::mtp, 40, 4, 4, 16, Layout::vk, d);
+      cache.cache_intermediate = true, cache.indices = IndexPattern::padded, cache.pool = 50;
+      Shape rollback = step_shape(OpKind::mtp, 24, 9, 2, 8, Layout::vk, d);  // two staging rounds
+      rollback.cache_intermediate = true, rollback.rollback = true, rollback.gate = GateForm::raw;
+      rollback.indices = IndexPattern::padded, rollback.pool = 30;
+      Shape read_only = step_shape(OpKind::mtp, 40, 3, 2, 8, Layout::vk, d);
+      read_only.update_state = false, read_only.inputs = InputDist::strong_decay;
+      Shape no_decay = step_shape(OpKind::mtp, 16, 16, 2, 4, Layout::vk, d);
+      no_decay.inputs = InputDist::no_decay, no_decay.cache_intermediate = true, no_decay.l2norm = false;
+      for (const auto& [label, s] : std::vector<std::pair<std::string, Shape>>{
+               {"mtp_t4_b64", m4}, {"mtp_t4_b40_cache_padded", cache}, {"mtp_t9_rollback_raw_padded", rollback},
+               {"mtp_t3_read_only_strong_decay", read_only}, {"mtp_t16_cache_no_decay_no_l2norm", no_decay}})
+        out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
     }
     // Slots at the end of a pool of 9000 x 16 heads: code offsets past 2^31 bytes (64-bit math).
     Shape high = step_shape(OpKind::decode, 256, 1, 8, 16, Layout::vk, d);
@@ -61,17 +77,22 @@ step::Plan plan_at(const Shape& s, int depth) { return step::cuda_core_plan(step
 
 class FastStep8bit : public test::CudaSuite<Q8Case> {
  protected:
-  void skip_without_device() {
-    if (!backend_) GTEST_SKIP() << "CUDA backend unavailable: " << why_no_device_;
-    const Variant* v = Registry::instance().find("decode/fast");
-    ASSERT_NE(v, nullptr);
-    if (auto why = backend_->can_run(*v); !why.empty()) GTEST_SKIP() << "decode/fast cannot run here: " << why;
+  // Why this machine cannot run the fast variants ("" when it can).
+  static std::string no_device() {
+    if (!backend_) return "CUDA backend unavailable: " + why_no_device_;
+    for (const char* name : {"decode/fast", "mtp/fast"}) {
+      const Variant* v = Registry::instance().find(name);
+      if (v == nullptr) return std::string(name) + " is not registered";
+      if (auto why = backend_->can_run(*v); !why.empty()) return std::string(name) + " cannot run here: " + why;
+    }
+    return "";
   }
   // The outputs a launch left (o, pool codes, pool scales) as one hash.
   static uint64_t outputs_hash(Problem& p) {
     p.download();
     uint64_t h = kFnvOffsetBasis;
-    for (const char* name : {"o", "pool", "pool_scale"}) {
+    for (const char* name : {"o", "pool", "pool_scale", "intermediate", "intermediate_scale"}) {
+      if (!p.results().has(name)) continue;
       const Tensor& t = p.results().at(name);
       h = fnv1a(std::string_view(static_cast<const char*>(t.data), t.bytes()), h);
     }
@@ -84,8 +105,9 @@ TEST_P(FastStep8bit, MatchesTheQuantizedReference) {
   ASSERT_EQ(op_def(c.shape.op).validate(c.shape), "") << c.shape.key();
   ASSERT_EQ(step::supports(c.shape), "") << c.shape.key();
   const step::Plan plan = plan_at(c.shape, c.depth);
+  ASSERT_EQ(plan.kernel, c.shape.op == OpKind::mtp ? step::Kernel::tokens_vk : step::Kernel::decode_vk);
   ASSERT_EQ(step::check(plan, step::Call::of(c.shape)), "") << plan.describe(c.shape.state_dtype);
-  skip_without_device();
+  if (const std::string why = no_device(); !why.empty()) GTEST_SKIP() << why;
   Problem p(c.shape, *backend_, kSeed);
   p.reset_device();
   step::launch(c.shape, p.device(), plan, backend_->launch_context().stream);
@@ -104,7 +126,7 @@ class FastStep8bitRuns : public FastStep8bit {};
 
 TEST_P(FastStep8bitRuns, GraphCaptureAndThousandRepeatsAreBitIdentical) {
   const Q8Case& c = GetParam();
-  skip_without_device();
+  if (const std::string why = no_device(); !why.empty()) GTEST_SKIP() << why;
   Problem p(c.shape, *backend_, kSeed);
   const step::Plan plan = plan_at(c.shape, c.depth);
   auto* stream = static_cast<cudaStream_t>(backend_->launch_context().stream);
@@ -141,6 +163,9 @@ std::vector<Q8Case> run_cases() {
     Shape s = step_shape(OpKind::decode, 64, 1, 4, 8, Layout::vk, d);
     s.indices = IndexPattern::padded, s.pool = 80;
     out.push_back({"b64_padded_" + std::string(to_string(d)), s, 2});
+    Shape m = step_shape(OpKind::mtp, 32, 4, 4, 8, Layout::vk, d);
+    m.indices = IndexPattern::padded, m.pool = 40, m.cache_intermediate = true, m.rollback = true;
+    out.push_back({"mtp_t4_b32_rollback_padded_" + std::string(to_string(d)), m, 4});
   }
   return out;
 }
