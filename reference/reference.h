@@ -51,7 +51,7 @@ GateValue gate_at(const Shape& s, const TensorSet& in, int64_t row, int head);
 // Reads element i of a float tensor (f32, bf16 or f16) as double.
 double load(const Tensor& t, int64_t i);
 // Element i of a state tensor as a value: load(t, i), or for an 8-bit pool (vk: rows of K codes,
-// t.spec.dims.back() = K) its code times the row's scale in `row_scales` (docs/method.md 2.4).
+// t.spec.dims.back() = K) its code times the row's scale in `row_scales` (docs/method.md 2.5).
 double load_state_value(const Tensor& t, const Tensor* row_scales, int64_t i);
 
 }  // namespace gdn::ref
