@@ -21,6 +21,7 @@
 #include "run/verify.h"
 #include "step/plan.h"
 #include "step/step.h"
+#include "test_support.h"
 
 namespace gdn {
 namespace {
@@ -312,6 +313,28 @@ TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
   auto r = step_shape(OpKind::mtp, DType::bf16, 64, 128, 128, 32);
   r.tokens = 4, r.update_state = false;
   EXPECT_EQ(step::plan_for(step::Call::of(r), "").kernel, step::Kernel::read_only_vk);
+}
+
+}  // namespace
+}  // namespace gdn
+
+namespace gdn {
+namespace {
+
+// The real binary: hostile 8-bit configs exit 3 naming the value; a wrong rounding exits 2.
+TEST(StateQuantCli, HostileValuesExitThreeAndTheTruncatingVariantTwo) {
+  auto run = [](const std::string& args) { return test::run_shell(std::string(GDN_BINARY) + " " + args + " 2>&1"); };
+  auto r = run("verify --op decode -a state_dtype=fp8");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("fp8e4m3, int8"), std::string::npos) << r.out;
+  r = run("verify --op mtp -a tokens=4 -a state_dtype=int8 -a layout=kv");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("layout vk"), std::string::npos) << r.out;
+  r = run("verify --op prefill -a pool=4 -a state_dtype=fp8e4m3 -a layout=kv -a seqlens=64");
+  EXPECT_EQ(r.code, 3) << r.out;
+  EXPECT_NE(r.out.find("layout vk"), std::string::npos) << r.out;
+  r = run("verify --op decode -a batch=8 -a heads=1/2 -a state_dtype=int8 --variant decode/cpu_q8_truncating");
+  EXPECT_EQ(r.code, 2) << r.out;
 }
 
 }  // namespace
