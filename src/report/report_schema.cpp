@@ -106,7 +106,8 @@ void check_each(const json& obj, const char* key, const std::string& at, const F
   for (std::size_t i = 0; i < it->size(); ++i) check_fields((*it)[i], element(here, i), fields);
 }
 
-// Every number of a shape is a finite non-negative count or scale; every string a short name.
+// Every number of a shape is a finite non-negative count or scale (alone, in a list, or in a list
+// of lists); every string a short name.
 void check_shape(const json& s, const std::string& at) {
   if (!s.is_object()) refuse(at, fmt::format("must be an object, not {}", type_name(s)));
   for (auto it = s.begin(); it != s.end(); ++it) {
@@ -115,7 +116,12 @@ void check_shape(const json& s, const std::string& at) {
     if (v.is_string()) check_name(v, here);
     else if (v.is_number()) check_number(v, here, false);
     else if (v.is_array())
-      for (std::size_t i = 0; i < v.size(); ++i) check_count(v[i], element(here, i));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        // A list of counts, or of lists of counts (checkpoint_at: positions per sequence).
+        if (!v[i].is_array()) check_count(v[i], element(here, i));
+        else
+          for (std::size_t j = 0; j < v[i].size(); ++j) check_count(v[i][j], element(element(here, i), j));
+      }
     else if (!v.is_boolean() && !v.is_null()) refuse(here, fmt::format("unexpected {}", type_name(v)));
   }
 }

@@ -412,6 +412,25 @@ TEST(Json, FullReportRoundTripThroughAFile) {
   EXPECT_EQ(to_json(back), to_json(report_from_json(to_json(back))));
 }
 
+// A prefill record with explicit checkpoint positions (a list per sequence) reads back as written:
+// the reader's schema check takes a list of lists of counts.
+TEST(Json, CheckpointListsRoundTripThroughAFile) {
+  TempDir dir;
+  RunReport r = full_report();
+  Shape s;
+  s.op = OpKind::prefill;
+  s.seqlens = {1100, 64};
+  s.pool = 8;
+  s.checkpoint_at = {{128, 1088}, {64}};
+  r.cases.push_back(timed_case(s, "prefill/cpu", 1e-3));
+  const std::string path = dir.file("checkpoints.json");
+  write_report(path, r);
+  const RunReport back = load_report(path);
+  ASSERT_EQ(back.cases.size(), r.cases.size());
+  EXPECT_EQ(back.cases.back().shape.checkpoint_at, s.checkpoint_at);
+  EXPECT_EQ(back.cases.back().shape_key(), r.cases.back().shape_key());
+}
+
 TEST(Json, AtomicWriteReplacesAndLeavesNoTempFile) {
   TempDir dir;
   const std::string path = dir.file("out.json");
