@@ -57,6 +57,14 @@ class Section:
             self.configs.add(config)
 
 
+def sweep_name(config_path):
+    """A sweep file by its name; a sweep given by flags (run -a) as "command line" (its flags are
+    in PERFORMANCE.md's report table)."""
+    if config_path.startswith("command line:"):
+        return "command line"
+    return config_path.rsplit("/", 1)[-1]
+
+
 def sections_by_device(named_reports):
     """{device: {op: Section}} from one folder's reports, oldest run first so the newest wins."""
     ordered = sorted(named_reports, key=lambda nr: (nr[1].get("started_at", ""), nr[0]))
@@ -337,7 +345,7 @@ def render_snapshot(folders):
                 ahead = f"{s.peer_ahead} of {s.compared}" if s.compared else "-"
                 ahead_kernels = f"{s.kernels_ahead} of {s.compared_kernels}" if s.compared_kernels else "-"
                 # The file name says which sweep; the full path is in PERFORMANCE.md's report table.
-                sweeps = ", ".join(f"`{md(c.rsplit('/', 1)[-1])}`" for c in s.configs) or "-"
+                sweeps = ", ".join(f"`{md(sweep_name(c))}`" for c in s.configs) or "-"
                 lines.append(f"| {md(device)} | {op} | {sweeps} | {len(s.rows)} | {ratio(s.over_best)} | {ahead} | "
                              f"{ratio(s.over_kernels)} | {ahead_kernels} | "
                              f"{md(', '.join(s.peer_tools)) or '-'} | {pct(s.roof_median)} | {s.date} |")

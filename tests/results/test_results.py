@@ -109,6 +109,12 @@ class Slim(unittest.TestCase):
             self.assertFalse(os.path.exists(os.path.join(d, "other")), "nothing is written when one report is bad")
 
 
+class SweepName(unittest.TestCase):
+    def test_a_file_by_name_and_flags_as_command_line(self):
+        self.assertEqual(pf.sweep_name("configs/decode.yaml"), "decode.yaml")
+        self.assertEqual(pf.sweep_name("command line: --op decode -a batch=64 --variant decode/fast"), "command line")
+
+
 class BadInput(unittest.TestCase):
     def check(self, text, words):
         with tempfile.TemporaryDirectory() as d:
