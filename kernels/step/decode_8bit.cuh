@@ -1,99 +1,109 @@
 // The single-token vk kernel for 8-bit pools (docs/state-8bit.md): decode_vk_kernel's work split
-// (8 lanes per row of K = 128, 4 rows per load instruction, ROWS loads per lane), with one
-// 16-byte load holding a lane's 16 codes of a row and one 4-byte load its row's fp32 scale, all
-// issued before the first use. The row is widened to fp32 (code x scale), updated in fp32 and
-// stored as codes with a new scale: the updated row's absmax over its 8 lanes (a butterfly max),
-// scale = absmax / Q, codes = RNE(x Q / absmax) saturated, as core/state_quant.h on the host.
+// (8 lanes per row of K = 128, 4 rows per load instruction, ROWS loads per lane; ROWS = 8 keeps
+// 4 KB per warp in flight, as the bf16 tile at depth 4), with one 16-byte load holding a lane's
+// 16 codes of a row, all issued before the first use, and one coalesced load of the tile's
+// scales (lane cl of row group rg holds row rg + 4 cl's, handed to the row's lanes by shuffle).
+// k^ and q^ are staged in fp32 (Stage's f32 form). The row's scale is applied once per row, not
+// per element: the dots are scale x (codes . k^), the update one multiply and one multiply-add
+// per element from the code value, x' = (decay scale) c + d k^.
+// The updated row is stored as codes with a new scale, the host quantizer's steps
+// (core/state_quant.h): absmax over the row's 8 lanes (a butterfly max), r = Q / absmax and
+// scale = absmax / Q (IEEE divisions; the scale's once per lane for the whole tile, lane cl
+// computing row rg + 4 cl's), codes = RNE(x r) saturated.
 // A separate template, so the fp32 and bf16 builds of decode_vk_kernel are untouched.
 #pragma once
 
-#include <cuda_fp8.h>
+#include <cuda_fp16.h>
 
+#include "step/cvt_e4m3.cuh"
+#include "step/int8_codes.h"
 #include "step/kernel.cuh"
 
 namespace gdn::step {
 
-// fp8 e4m3 codes: 16 per 16-byte chunk, converted two at a time.
+// fp8 e4m3 codes: 16 per 16-byte chunk, converted two at a time (cvt e4m3x2 <-> f16x2 / f32x2).
 struct Fp8Codes {
   static constexpr float kQ = 448.f;
-  __device__ static void widen(uint4 u, float scale, float* x) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const __nv_fp8x2_storage_t pair = __nv_fp8x2_storage_t(w[i / 2] >> (16 * (i % 2)));
-      const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(pair, __NV_E4M3)));
-      x[2 * i] = __fmul_rn(f.x, scale), x[2 * i + 1] = __fmul_rn(f.y, scale);
-    }
+  // The 4 code values of a word, unscaled (exact).
+  __device__ static void values4(uint32_t w, float* f) {
+    const uint32_t a = ptx::e4m3x2_to_f16x2<false>(w), b = ptx::e4m3x2_to_f16x2<true>(w);
+    const float2 fa = __half22float2(*reinterpret_cast<const __half2*>(&a));
+    const float2 fb = __half22float2(*reinterpret_cast<const __half2*>(&b));
+    f[0] = fa.x, f[1] = fa.y, f[2] = fb.x, f[3] = fb.y;
   }
-  __device__ static uint4 narrow(const float* x, float r) {
-    uint32_t w[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(x[4 * i], r), __fmul_rn(x[4 * i + 1], r)),
-                                                   __NV_SATFINITE, __NV_E4M3);
-      const uint32_t hi = __nv_cvt_float2_to_fp8x2(
-          make_float2(__fmul_rn(x[4 * i + 2], r), __fmul_rn(x[4 * i + 3], r)), __NV_SATFINITE, __NV_E4M3);
-      w[i] = lo | (hi << 16);
-    }
-    return make_uint4(w[0], w[1], w[2], w[3]);
+  __device__ static void values(uint4 u, float* f) {
+    values4(u.x, f), values4(u.y, f + 4), values4(u.z, f + 8), values4(u.w, f + 12);
   }
-  // 4 codes in a 32-bit word (the T-token kernel's fp32 register layout).
-  __device__ static void widen4(uint32_t w, float scale, float* x) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const float2 f = __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(w >> (16 * i)), __NV_E4M3)));
-      x[2 * i] = __fmul_rn(f.x, scale), x[2 * i + 1] = __fmul_rn(f.y, scale);
-    }
-  }
+  // 4 values -> 4 codes of RNE(x r), saturated (the multiply never fused: __fmul_rn).
   __device__ static uint32_t narrow4(const float* x, float r) {
-    const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(x[0], r), __fmul_rn(x[1], r)), __NV_SATFINITE, __NV_E4M3);
-    const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(__fmul_rn(x[2], r), __fmul_rn(x[3], r)), __NV_SATFINITE, __NV_E4M3);
-    return lo | (hi << 16);
+    return ptx::f32x4_to_e4m3x4(__fmul_rn(x[0], r), __fmul_rn(x[1], r), __fmul_rn(x[2], r), __fmul_rn(x[3], r));
+  }
+  // N words of codes (4 N values) of one row; cvt's saturation and NaN code are the host's.
+  template <int N> __device__ static void narrow_words(const float* x, float r, uint32_t* w) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) w[i] = narrow4(x + 4 * i, r);
+  }
+  // 4 codes in a 32-bit word (the T-token kernel's fp32 register layout), scaled.
+  __device__ static void widen4(uint32_t w, float scale, float* x) {
+    values4(w, x);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) x[i] = __fmul_rn(x[i], scale);
   }
 };
 
-// int8 codes (-127..127): 16 per chunk.
+// int8 codes (-127..127): 16 per chunk, by byte permutes and fp32 adds (step/int8_codes.h).
 struct Int8Codes {
   static constexpr float kQ = 127.f;
-  __device__ static void widen(uint4 u, float scale, float* x) {
-    const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+  __device__ static void values4(uint32_t w, float* f) {
+    const uint32_t flipped = w ^ int8_codes::kFlip;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) x[i] = __fmul_rn(float(int8_t(w[i / 4] >> (8 * (i % 4)))), scale);
+    for (int i = 0; i < 4; ++i) f[i] = int8_codes::widen(flipped, i);
   }
-  __device__ static uint4 narrow(const float* x, float r) {
-    uint32_t w[4] = {0, 0, 0, 0};
+  __device__ static void values(uint4 u, float* f) {
+    values4(u.x, f), values4(u.y, f + 4), values4(u.z, f + 8), values4(u.w, f + 12);
+  }
+  // 4 values -> 4 codes of RNE(x r) for a finite r: |x r| <= 127.5 (int8_codes.h), no clamp.
+  __device__ static uint32_t narrow4(const float* x, float r) {
+    return int8_codes::pack(int8_codes::round_bias(__fmul_rn(x[0], r)), int8_codes::round_bias(__fmul_rn(x[1], r)),
+                            int8_codes::round_bias(__fmul_rn(x[2], r)), int8_codes::round_bias(__fmul_rn(x[3], r)));
+  }
+  __device__ static uint32_t narrow4_special(const float* x, float r) {
+    return int8_codes::pack(int8_codes::round_bias_special(__fmul_rn(x[0], r)),
+                            int8_codes::round_bias_special(__fmul_rn(x[1], r)),
+                            int8_codes::round_bias_special(__fmul_rn(x[2], r)),
+                            int8_codes::round_bias_special(__fmul_rn(x[3], r)));
+  }
+  // N words of codes (4 N values) of one row. r = inf (absmax < 127 x 2^-128) takes the host's
+  // +-127 and 0 for x r = +-inf and NaN: one branch per row, so the common rows carry no clamp.
+  template <int N> __device__ static void narrow_words(const float* x, float r, uint32_t* w) {
+    if (r > 3.402823466e38f) [[unlikely]] {
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const int c = __float2int_rn(fminf(fmaxf(__fmul_rn(x[i], r), -127.f), 127.f));  // ties to even
-      w[i / 4] |= uint32_t(c & 0xff) << (8 * (i % 4));
+      for (int i = 0; i < N; ++i) w[i] = narrow4_special(x + 4 * i, r);
+    } else {
+#pragma unroll
+      for (int i = 0; i < N; ++i) w[i] = narrow4(x + 4 * i, r);
     }
-    return make_uint4(w[0], w[1], w[2], w[3]);
   }
   __device__ static void widen4(uint32_t w, float scale, float* x) {
+    values4(w, x);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) x[i] = __fmul_rn(float(int8_t(w >> (8 * i))), scale);
-  }
-  __device__ static uint32_t narrow4(const float* x, float r) {
-    uint32_t w = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      w |= uint32_t(__float2int_rn(fminf(fmaxf(__fmul_rn(x[i], r), -127.f), 127.f)) & 0xff) << (8 * i);
-    return w;
+    for (int i = 0; i < 4; ++i) x[i] = __fmul_rn(x[i], scale);
   }
 };
 
 template <class Q, int ROWS, class M = InPlaceMem, int W = kWarps>
-__global__ void __launch_bounds__(W * 32, decode_vk_min_warps(true, ROWS) / W)
+__global__ void __launch_bounds__(W * 32, decode_vk_8bit_min_warps(ROWS) / W)
     decode_vk_8bit_kernel(const decode::Args a) {
   constexpr int LPR = 8, E = 16, RPI = 32 / LPR, RPW = RPI * ROWS;
   static_assert(E * LPR == kHeadK, "a lane holds one 16-byte chunk of codes per row");
+  static_assert(ROWS <= LPR, "lane cl of a row group holds row rg + 4 cl's scale");
 
   extern __shared__ uint4 smem_raw[];
   const int lane = threadIdx.x & 31, cl = lane % LPR, rg = lane / LPR;
   WarpTask w;
   if (!warp_task<W>(a, a.V / RPW, w)) return;
   const int row0 = w.tile * RPW;
-  const Stage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(1, RPW), 1, RPW);
+  const Stage st(reinterpret_cast<char*>(smem_raw) + (threadIdx.x >> 5) * stage_bytes(1, RPW, true), 1, RPW, true);
   st.start(a, w.b, w.hk, w.h, row0, 0, 1, lane);
   const GateIn gate_in = load_gate(a.gate, w.b, w.h, a.HV);
   uint16_t* o = a.o + (w.b * a.HV + w.h) * a.V + row0;
@@ -109,42 +119,45 @@ __global__ void __launch_bounds__(W * 32, decode_vk_min_warps(true, ROWS) / W)
   float* scales = a.pool_scale + head_rows;
   auto row = [&](int r) { return row0 + rg + RPI * r; };
   uint4 raw[ROWS];
-  float scale[ROWS];
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) raw[r] = M::load16(codes + row(r) * kHeadK + cl * E);
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) scale[r] = scales[row(r)];
+  const bool holds_scale = cl < ROWS;  // lane cl: the scale of row rg + 4 cl
+  const float my_scale = holds_scale ? scales[row(cl)] : 0.f;
   const TokenGate g = token_gate(a.gate, gate_in);
 
   st.finish(1, a.l2norm, a.scale, lane);
+  // This lane's 16 values of k^ and q^ (normalised, q^ scaled), staged in fp32: where registers
+  // run short, ptxas reloads them per row with 4-value shared loads instead of widening bf16.
   float kf[E], qf[E];
-#pragma unroll
-  for (int half = 0; half < E; half += 8) {  // this lane's 16 values of k and q, 8 per shared load
-    load_bf16<8>(st.k(0) + cl * E + half, kf + half);
-    load_bf16<8>(st.q(0) + cl * E + half, qf + half);
-  }
-  const float4 nm = st.norms[0];  // rk, rq (scale folded in), k.q of the normalised vectors
+  load_f32<8>(st.k32(0) + cl * E, kf), load_f32<8>(st.k32(0) + cl * E + 8, kf + 8);
+  load_f32<8>(st.q32(0) + cl * E, qf), load_f32<8>(st.q32(0) + cl * E + 8, qf + 8);
+  const float kq = st.kq(0);  // k^.q^
 
+  float my_amax = 0.f;  // lane cl: the new absmax of row rg + 4 cl
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) {
+    const float scale = __shfl_sync(kFull, my_scale, (lane & ~(LPR - 1)) | r);
     float x[E];
-    Q::widen(raw[r], scale[r], x);
+    Q::values(raw[r], x);  // code values; the row is scale x these
     float pk = 0.f, pq = 0.f;
 #pragma unroll
     for (int e = 0; e < E; ++e) pk = fmaf(x[e], kf[e], pk), pq = fmaf(x[e], qf[e], pq);
-    pk = sum_lanes<1, LPR>(pk), pq = sum_lanes<1, LPR>(pq);
-    const float d = g.beta * (st.v_at(0, rg + RPI * r) - g.decay * nm.x * pk);
-    const float dk = d * nm.x;
+    pk = scale * sum_lanes<1, LPR>(pk), pq = scale * sum_lanes<1, LPR>(pq);
+    const float d = g.beta * (st.v_at(0, rg + RPI * r) - g.decay * pk);
+    const float ds = g.decay * scale;
     float amax = 0.f;
 #pragma unroll
-    for (int e = 0; e < E; ++e) x[e] = fmaf(dk, kf[e], g.decay * x[e]), amax = fmaxf(amax, fabsf(x[e]));
+    for (int e = 0; e < E; ++e) x[e] = fmaf(d, kf[e], ds * x[e]), amax = fmaxf(amax, fabsf(x[e]));
+    amax = max_lanes<1, LPR>(amax);
     if (a.update_state) {
-      amax = max_lanes<1, LPR>(amax);
-      M::store16(codes + row(r) * kHeadK + cl * E, Q::narrow(x, amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f));
-      if (cl == 0) scales[row(r)] = __fdiv_rn(amax, Q::kQ);
+      uint32_t c[4];
+      Q::template narrow_words<4>(x, amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f, c);
+      M::store16(codes + row(r) * kHeadK + cl * E, make_uint4(c[0], c[1], c[2], c[3]));
     }
-    if (cl == 0) o[rg + RPI * r] = f32_to_bf16_bits(g.decay * nm.y * pq + d * nm.z);
+    if (cl == r) my_amax = amax;
+    if (cl == 0) o[rg + RPI * r] = f32_to_bf16_bits(g.decay * pq + d * kq);
   }
+  if (a.update_state && holds_scale) scales[row(cl)] = __fdiv_rn(my_amax, Q::kQ);
 }
 
 // The T-token vk kernel for 8-bit pools (mtp: cache, rollback, read-only): step_vk_kernel with the
@@ -185,8 +198,7 @@ __global__ void __launch_bounds__(32, MINW) step_vk_8bit_kernel(const decode::Ar
   for (int r = 0; r < ROWS; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c)
-      raw[r][c] = *reinterpret_cast<const uint32_t*>(from + (tile.row0 + tile.rg + RPI * r) * kHeadK +
-                                                     (tile.cl + Tile::LPR * c) * E);
+      raw[r][c] = M::load4(from + (tile.row0 + tile.rg + RPI * r) * kHeadK + (tile.cl + Tile::LPR * c) * E);
 #pragma unroll
   for (int r = 0; r < ROWS; ++r) scale[r] = from_scales[tile.row0 + tile.rg + RPI * r];
   const WarpGates gates = gates_of(a, gate_in, lane);
@@ -197,7 +209,8 @@ __global__ void __launch_bounds__(32, MINW) step_vk_8bit_kernel(const decode::Ar
 
   tile.template run<M>(a, st, gates, w, TC, lane);
   if (a.update_state)
-    tile.store_codes(static_cast<uint8_t*>(a.pool) + slot_rows * kHeadK, a.pool_scale + slot_rows, tile.lazy.c);
+    tile.template store_codes<M>(static_cast<uint8_t*>(a.pool) + slot_rows * kHeadK, a.pool_scale + slot_rows,
+                                 tile.lazy.c);
 }
 
 }  // namespace gdn::step

@@ -64,6 +64,8 @@ __device__ __forceinline__ void store16(void* p, uint4 v) { *reinterpret_cast<ui
 struct PlainMem {
   __device__ static uint4 load16(const void* p) { return gdn::step::load16(p); }
   __device__ static void store16(void* p, uint4 v) { gdn::step::store16(p, v); }
+  __device__ static uint32_t load4(const void* p) { return *static_cast<const uint32_t*>(p); }
+  __device__ static void store4(void* p, uint32_t v) { *static_cast<uint32_t*>(p) = v; }
   __device__ static void copy16_async(void* smem, const void* p) { __pipeline_memcpy_async(smem, p, 16); }
 };
 
@@ -79,6 +81,13 @@ struct InPlaceMem {
   }
   __device__ static void store16(void* p, uint4 v) {
     *cuda::annotated_ptr<uint4, cuda::access_property::normal>(static_cast<uint4*>(p)) = v;
+  }
+  // 4-byte words (8-bit pools' codes in the T-token kernel's fp32 tile layout), same hints.
+  __device__ static uint32_t load4(const void* p) {
+    return *cuda::annotated_ptr<const uint32_t, cuda::access_property::persisting>(static_cast<const uint32_t*>(p));
+  }
+  __device__ static void store4(void* p, uint32_t v) {
+    *cuda::annotated_ptr<uint32_t, cuda::access_property::normal>(static_cast<uint32_t*>(p)) = v;
   }
   __device__ static void copy16_async(void* smem, const void* p) {
     ptx::cp_async_16_hint(smem, p, ptx::l2_evict_last_policy());

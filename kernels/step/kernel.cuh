@@ -144,7 +144,7 @@ template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
 
   // 8-bit pools: the true state c * s of every row as codes (4 per 32-bit store, the fp32
   // layout's chunks) and one new scale per row, from the row's absmax over its 8 lanes.
-  __device__ void store_codes(uint8_t* codes, float* scales, float c) const {
+  template <class M> __device__ void store_codes(uint8_t* codes, float* scales, float c) const {
 #pragma unroll
     for (int r = 0; r < ROWS; ++r) {
       float m = 0.f;  // c > 0 and rounding is monotonic: max |c s_e| = c max |s_e|, exactly
@@ -153,11 +153,13 @@ template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
       const float amax = max_lanes<1, LPR>(c * m);
       const float inv = amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f;
       const int row = row0 + rg + RPI * r;
+      float x[KPL];
 #pragma unroll
-      for (int ch = 0; ch < NC; ++ch) {
-        const float x[4] = {c * s[r][ch * E], c * s[r][ch * E + 1], c * s[r][ch * E + 2], c * s[r][ch * E + 3]};
-        *reinterpret_cast<uint32_t*>(codes + row * kHeadK + (cl + LPR * ch) * E) = Q::narrow4(x, inv);
-      }
+      for (int e = 0; e < KPL; ++e) x[e] = c * s[r][e];
+      uint32_t w[NC];
+      Q::template narrow_words<NC>(x, inv, w);
+#pragma unroll
+      for (int ch = 0; ch < NC; ++ch) M::store4(codes + row * kHeadK + (cl + LPR * ch) * E, w[ch]);
       if (cl == 0) scales[row] = __fdiv_rn(amax, Q::kQ);
     }
   }
@@ -262,7 +264,7 @@ template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
         if (a.intermediate) store<M>(static_cast<TS*>(a.intermediate) + head_offset(a, b * a.T + t, h), c);
       } else if (a.intermediate) {
         const int64_t entry = ((b * a.T + t) * a.HV + h) * int64_t(a.V);  // the entry's first row
-        store_codes(static_cast<uint8_t*>(a.intermediate) + entry * kHeadK, a.intermediate_scale + entry, c);
+        store_codes<M>(static_cast<uint8_t*>(a.intermediate) + entry * kHeadK, a.intermediate_scale + entry, c);
       }
     }
   }

@@ -33,7 +33,7 @@ template <class TS, int ROWS> void launch_decode_vk(const decode::Args& a, cudaS
 template <class Q, int ROWS> void launch_decode_vk_8bit(const decode::Args& a, cudaStream_t st) {
   constexpr int rows_per_warp = 4 * ROWS;
   const int64_t warps = warps_for(a, rows_per_warp);
-  const int smem = kWarps * stage_bytes(1, rows_per_warp);
+  const int smem = kWarps * stage_bytes(1, rows_per_warp, true);  // k^, q^ in fp32
   decode_vk_8bit_kernel<Q, ROWS><<<unsigned((warps + kWarps - 1) / kWarps), kWarps * 32, smem, st>>>(a);
 }
 
@@ -53,6 +53,7 @@ template <class Q> void launch_8bit(const decode::Args& a, const Plan& p, cudaSt
   if (p.kernel != Kernel::decode_vk) throw runtime_error("fast step: no 8-bit kernel for plan " + p.describe(a.state_dtype));
   if (p.depth == 1) return launch_decode_vk_8bit<Q, 1>(a, st);
   if (p.depth == 2) return launch_decode_vk_8bit<Q, 2>(a, st);
+  if (p.depth == kDecode8bitDeepDepth) return launch_decode_vk_8bit<Q, kDecode8bitDeepDepth>(a, st);
   return launch_decode_vk_8bit<Q, 4>(a, st);
 }
 

@@ -70,6 +70,8 @@ int cuda_core_depth(const Call& a) {
     return bf16 || heads <= 32 ? 2 : 4;
   }
   if (uses_decode_kernel(a)) {
+    // 8-bit pools: the bytes per warp of the bf16 choice (a code row is half a bf16 row), unmeasured.
+    if (quant::is_8bit(a.state_dtype)) return heads <= 128 ? 4 : kDecode8bitDeepDepth;
     if (bf16) return heads <= 128 ? 2 : 4;
     return heads <= 32 ? 1 : heads <= 128 ? 2 : 4;
   }
@@ -170,7 +172,9 @@ int Plan::block_warps() const {
 int Plan::min_warps(DType state) const {
   const bool bf16 = state == DType::bf16;
   switch (kernel) {
-    case Kernel::decode_vk: return decode_vk_min_warps(state != DType::f32, depth);  // bf16 and 8-bit: 20
+    case Kernel::decode_vk:
+      if (quant::is_8bit(state)) return decode_vk_8bit_min_warps(depth);
+      return decode_vk_min_warps(state != DType::f32, depth);  // bf16: 20
     case Kernel::decode_kv: return kDecodeKvMinWarps;
     case Kernel::tokens_vk: return quant::is_8bit(state) ? tokens_vk_8bit_min_warps(depth) : kTokensVkMinWarps;
     case Kernel::tokens_kv: return kNoMinWarps;
@@ -217,7 +221,8 @@ std::string check(const Plan& p, const Call& a) {
   switch (p.kernel) {
     case Kernel::decode_vk:
       if (!vk || !uses_decode_kernel(a)) return "decode_vk takes single-token vk calls without a cache";
-      if (p.depth != 1 && p.depth != 2 && p.depth != 4) return "decode_vk depth must be 1, 2 or 4";
+      if (p.depth == kDecode8bitDeepDepth && quant::is_8bit(a.state_dtype)) break;
+      if (p.depth != 1 && p.depth != 2 && p.depth != 4) return "decode_vk depth must be 1, 2 or 4 (8 for 8-bit pools)";
       break;
     case Kernel::decode_kv:
       if (vk || !bf16 || !uses_decode_kernel(a)) return "decode_kv takes single-token bf16 kv calls without a cache";
@@ -248,7 +253,9 @@ const std::vector<PlanKnob>& knobs() {
       {"kernel",
        {"decode_vk", "decode_kv", "tokens_vk", "tokens_kv", "read_only_vk", "mma", "mma_pipelined"},
        "the kernel; knobs not set follow it (what the routing gives that kernel for the call)"},
-      {"depth", {"1", "2", "4"}, "CUDA-core kernels: vk rows per lane per load, or kv lanes per K row"},
+      {"depth",
+       {"1", "2", "4", "8"},
+       "CUDA-core kernels: vk rows per lane per load (8: decode_vk on 8-bit pools), or kv lanes per K row"},
       {"tiles", {"1", "2", "4"}, "read_only_vk: tiles per warp (2 and 4 at depth 4)"},
       {"form", {"bf16", "tf32"}, "tensor-core kernels: bf16 MMAs on a two-half state, or TF32"},
       {"read_only", {"0", "1"}, "tensor-core kernels: the build without the state update"},

@@ -43,6 +43,11 @@ constexpr int kTokensVkMinWarps = 16;  // 128 registers: T = 4 B = 128 139 us vs
 // 8-bit pools' T-token build: 16 warps spill 48 bytes at depth 4 (the rows' absmax and the IEEE
 // divisions of the re-quantized stores), so depth 4 is budgeted for 12 (unmeasured).
 constexpr int tokens_vk_8bit_min_warps(int depth) { return depth == 4 ? 12 : kTokensVkMinWarps; }
+// 8-bit pools' decode build: 20 warps per SM (<= 96 registers) up to depth 4; depth 8 (32 rows,
+// 4 KB of codes per warp in flight, as the bf16 tile at depth 4) spills 28 + 48 bytes at 96
+// registers and none at 128, so it is budgeted for 16 (64 KB per SM in flight; unmeasured).
+constexpr int kDecode8bitDeepDepth = 8;  // decode_vk depth 8: 8-bit pools only
+constexpr int decode_vk_8bit_min_warps(int depth) { return depth == kDecode8bitDeepDepth ? 16 : 20; }
 constexpr int read_only_min_warps(bool bf16) { return bf16 ? 20 : 16; }  // four tiles fit (e31ce7a)
 constexpr int kMmaMinWarps = 12;
 constexpr int kMmaPipelinedMinWarps = 11;  // 184 registers: shared memory fits 11 (f85e5db, 7ef9836)

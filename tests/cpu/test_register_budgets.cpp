@@ -88,7 +88,8 @@ TEST(RegisterBudgets, EveryStepKernelFitsItsPlanWithoutSpilling) {
   }
   // Every kernel of the family was found, so the checks above were not vacuous.
   EXPECT_EQ(seen.size(), 7u);
-  EXPECT_EQ(eight_bit_builds, 2 * 2 * 3 * int(archs.size())) << "2 8-bit kernels x 2 formats x 3 depths per arch";
+  EXPECT_EQ(eight_bit_builds, 2 * (4 + 3) * int(archs.size()))
+      << "2 formats x (decode at 4 depths + mtp at 3) 8-bit builds per arch";
   EXPECT_TRUE(archs.count("sm_90")) << "the report has no sm_90 kernels";
 }
 

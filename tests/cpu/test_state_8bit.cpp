@@ -292,7 +292,11 @@ TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
       const auto call = step::Call::of(s);
       const auto plan = step::plan_for(call, "");
       EXPECT_EQ(plan.kernel, step::Kernel::decode_vk) << s.key();
-      EXPECT_EQ(plan.min_warps(d), 20) << "the 8-bit decode build's budget: " << plan.describe(d);
+      // 8-bit decode: the bf16 choice's bytes per warp (depth 4 up to 128 pairs, else 8).
+      EXPECT_EQ(plan.depth, batch * 32 <= 128 ? 4 : 8) << s.key();
+      EXPECT_EQ(plan.min_warps(d), plan.depth == 8 ? 16 : 20)
+          << "the 8-bit decode build's budget: " << plan.describe(d);
+      EXPECT_EQ(step::plan_for(call, "depth=4").depth, 4);
       EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit pools";
       EXPECT_THROW(step::plan_for(call, "kernel=mma"), std::invalid_argument);
       // mtp: every form (cache, rollback, read-only, T <= 4 included) on tokens_vk.
@@ -305,8 +309,14 @@ TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
           EXPECT_EQ(mp.kernel, step::Kernel::tokens_vk) << m.key();
           EXPECT_EQ(mp.min_warps(d), mp.depth == 4 ? 12 : 16) << mp.describe(d);
           EXPECT_THROW(step::plan_for(step::Call::of(m), "kernel=read_only_vk"), std::invalid_argument);
+          EXPECT_THROW(step::plan_for(step::Call::of(m), "depth=8"), std::invalid_argument) << "depth 8 is decode's";
         }
     }
+  // Depth 8 is the 8-bit decode tile's only.
+  for (DType d : {DType::f32, DType::bf16}) {
+    auto s = step_shape(OpKind::decode, d, 512, 128, 128, 32);
+    EXPECT_THROW(step::plan_for(step::Call::of(s), "depth=8"), std::invalid_argument) << to_string(d);
+  }
   // The fp32 and bf16 routing and budgets are those of before.
   auto f = step_shape(OpKind::decode, DType::f32, 512, 128, 128, 32);
   EXPECT_EQ(step::plan_for(step::Call::of(f), "").min_warps(DType::f32), 16);

@@ -1,10 +1,10 @@
 // decode/fast and mtp/fast on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md;
-// decode_vk_8bit_kernel and step_vk_8bit_kernel): every tile depth against the quantized fp64
-// reference on padding rows, the raw gate, stress inputs, 32-bit indices, byte offsets past 2^31,
-// and for mtp the cache, rollback, read-only pools and several staging rounds; the launch captured
-// into a CUDA graph giving the same bits as a direct launch; and 1000 repeats from the same
-// inputs bit-identical. Each case skips without a device; the routing and ptxas budgets are
-// checked on the CPU.
+// decode_vk_8bit_kernel and step_vk_8bit_kernel): every tile depth (decode's 8 included) against
+// the quantized fp64 reference on padding rows, the raw gate, stress inputs, 32-bit indices,
+// byte offsets past 2^31, and for mtp the cache, rollback, read-only pools and several staging
+// rounds; the launch captured into a CUDA graph giving the same bits as a direct launch; and
+// 1000 repeats from the same inputs bit-identical. Each case skips without a device; the routing
+// and ptxas budgets are checked on the CPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -37,7 +37,7 @@ std::vector<Q8Case> q8_cases() {
   std::vector<Q8Case> out;
   for (DType d : {DType::fp8e4m3, DType::i8}) {
     const std::string tag{to_string(d)};
-    for (int depth : {1, 2, 4}) {
+    for (int depth : {1, 2, 4, 8}) {  // 8: the decode tile only
       Shape plain = step_shape(OpKind::decode, 33, 1, 16, 32, Layout::vk, d);
       Shape padded = step_shape(OpKind::decode, 260, 1, 4, 16, Layout::vk, d);
       padded.gate = GateForm::raw, padded.indices = IndexPattern::padded, padded.pool = 300;
@@ -50,6 +50,7 @@ std::vector<Q8Case> q8_cases() {
                {"b33", plain}, {"b260_raw_padded", padded}, {"b64_strong_decay_no_l2norm_i32", stress},
                {"b16_beta_one_v64", beta_one}})
         out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
+      if (depth == 8) continue;
       Shape m4 = step_shape(OpKind::mtp, 64, 4, 16, 32, Layout::vk, d);  // the T = 4, no cache
       Shape cache = step_shape(OpKind::mtp, 40, 4, 4, 16, Layout::vk, d);
       cache.cache_intermediate = true, cache.indices = IndexPattern::padded, cache.pool = 50;
@@ -69,6 +70,7 @@ std::vector<Q8Case> q8_cases() {
     Shape high = step_shape(OpKind::decode, 256, 1, 8, 16, Layout::vk, d);
     high.indices = IndexPattern::high, high.pool = 9000;
     out.push_back({"b256_high_slots_past_2g_" + tag, high, 4});
+    out.push_back({"b256_high_slots_past_2g_" + tag + "_depth8", high, 8});
   }
   return out;
 }
@@ -163,6 +165,7 @@ std::vector<Q8Case> run_cases() {
     Shape s = step_shape(OpKind::decode, 64, 1, 4, 8, Layout::vk, d);
     s.indices = IndexPattern::padded, s.pool = 80;
     out.push_back({"b64_padded_" + std::string(to_string(d)), s, 2});
+    out.push_back({"b64_padded_depth8_" + std::string(to_string(d)), s, 8});
     Shape m = step_shape(OpKind::mtp, 32, 4, 4, 8, Layout::vk, d);
     m.indices = IndexPattern::padded, m.pool = 40, m.cache_intermediate = true, m.rollback = true;
     out.push_back({"mtp_t4_b32_rollback_padded_" + std::string(to_string(d)), m, 4});
