@@ -105,13 +105,14 @@ __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(co
     st.begin_turns(pingpong ? warp / 4 : -1);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
     [[maybe_unused]] CheckpointCursor checkpoints;
-    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, 0);
+    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, 0, st.lane);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
-      if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, j, w.len), w.vcol0);
+      if constexpr (kCkpt)
+        if (checkpoints.due(j, w.len)) store_checkpoint(checkpoints.take(a, w.n, w.h, st.lane), st.s, st.lane, w.vcol0 + st.lc + (st.lane >> 2));
     }
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
