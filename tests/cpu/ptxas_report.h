@@ -20,7 +20,7 @@ struct KernelUse {
   std::string name;  // demangled
   std::string arch;  // sm_90, ...
   int registers = -1, stack = -1, spill_stores = -1, spill_loads = -1;
-  bool wgmma_serialized = false;  // ptxas C7512: its wgmma instructions run one at a time
+  bool wgmma_serialized = false;  // ptxas C7510-C7518: its wgmma instructions run one at a time
 };
 
 inline std::string demangle(const std::string& mangled) {
@@ -31,15 +31,17 @@ inline std::string demangle(const std::string& mangled) {
 
 // ptxas --resource-usage: "Compiling entry function 'NAME' for 'sm_XX'", then "N bytes stack
 // frame, S bytes spill stores, L bytes spill loads", then "Used R registers"; and, for a kernel
-// whose wgmma instructions ptxas serialized, "(C7512) ... for the function 'NAME'" anywhere in the
-// report (wgmma_serialized on every record of that name).
+// whose wgmma instructions ptxas serialized, "... wgmma.mma_async instructions are serialized due
+// to <cause> for (or: in) the function 'NAME'" anywhere in the report (C7512 insufficient
+// registers, C7518 a compiler-inserted wait in a divergent path, ...; wgmma_serialized on every
+// record of that name).
 inline std::vector<KernelUse> read_report(const std::string& path) {
   std::ifstream in(path);
   std::vector<KernelUse> out;
   const std::regex entry(R"(Compiling entry function '([^']+)' for '(sm_[0-9a-z]+)')");
   const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   const std::regex used(R"(Used (\d+) registers)");
-  const std::regex serialized(R"(\(C7512\).*for the function '([^']+)')");
+  const std::regex serialized(R"(wgmma\.mma_async instructions are serialized.* (?:for|in) the function '([^']+)')");
   std::vector<std::string> serialized_names;
   std::smatch m;
   for (std::string line; std::getline(in, line);) {

@@ -105,15 +105,21 @@ __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(co
     st.begin_turns(pingpong ? warp / 4 : -1);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
     [[maybe_unused]] CheckpointCursor checkpoints;
+    [[maybe_unused]] StateRef pending;  // the checkpoint of the chunk before, stored under this chunk's U^T
+    [[maybe_unused]] const int col = w.vcol0 + st.lc + (st.lane >> 2);  // the lane's first column
     if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, 0, st.lane);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);
-      st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
-      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
       if constexpr (kCkpt)
-        if (checkpoints.due(j, w.len)) store_checkpoint(checkpoints.take(a, w.n, w.h, st.lane), st.s, st.lane, w.vcol0 + st.lc + (st.lane >> 2));
+        st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0,
+                                [&] { store_checkpoint(pending, st.s, st.lane, col); });
+      else
+        st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
+      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
+      if constexpr (kCkpt) pending = checkpoints.due(j, w.len) ? checkpoints.take(a, w.n, w.h, st.lane) : StateRef{};
     }
+    if constexpr (kCkpt) store_checkpoint(pending, st.s, st.lane, col);
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
   } else if (warp < kStateWarps + kPrepWarps) {

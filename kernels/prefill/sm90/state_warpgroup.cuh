@@ -72,9 +72,17 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
     for (int kk = 0; kk < 4; ++kk) ptx::wgmma_m64k16_f32_f16_rs<64, 0>(flat(acc), a[kk], k_major(m_at + 32u * kk), true);
   }
 
-  template <bool kOut = true>
+  // while_u runs once U^T is issued and before it is waited for: the warps would wait for the
+  // tensor cores there, and the state still holds what it held at the chunk's start (the fused
+  // checkpoint twin stores the previous chunk's checkpoint there). Only with kOneGroup: with two
+  // groups in flight, code there that reads the state makes ptxas wait for both (C7517) and, at
+  // block_v 64, serialize every wgmma (C7518).
+  struct Nothing {
+    __device__ __forceinline__ void operator()() const {}
+  };
+  template <bool kOut = true, class WhileU = Nothing>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
-                                        int h, int vcol0) {
+                                        int h, int vcol0, const WhileU& while_u = {}) {
     constexpr SmemLayout L(BV, kScanKernel);
     const uint32_t s0 = smem_u32(smem), k_at = s0 + L.k(stage), q_at = s0 + L.q(stage);
     uint8_t* vt = smem + L.v(stage);
@@ -100,9 +108,11 @@ template <class In, int BV = 64, bool kOneGroup = false> struct StateWarpgroup :
       if constexpr (kOut && !kOneGroup) {
         issue_by_head_dim(o, q_at);
         pass_turn();
+        while_u();
         ptx::wgmma_wait_group<1>();
       } else {
         pass_turn();
+        while_u();
         ptx::wgmma_wait_group<0>();
       }
       ptx::wgmma_fence_operands(flat(w));
