@@ -64,7 +64,7 @@ std::vector<Shape> shapes() {
         return s;
       }(),
       // int32 indices (one word an entry) with a bf16 kv pool, and an explicit list of several
-      // positions a sequence, which the cursor reads one checkpoint ahead.
+      // positions a sequence, which the fused kernel's cursor reads one checkpoint ahead.
       [] {
         Shape s = checkpointed({1300, 640, 64}, 2, 4, Layout::kv, IndexPattern::padded, DType::bf16, 0,
                                {{64, 320, 384, 1024, 1280}, {128, 192, 256, 640}, {64}});

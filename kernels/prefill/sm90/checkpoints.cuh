@@ -1,20 +1,9 @@
 // Checkpoints in the sm90 scan (docs/method.md 2.4): every position is a multiple of the 64-token
-// chunk, so a checkpoint is the state a CTA holds after a whole chunk, stored to its slot with the
-// final state's values and rounding. The kernels instantiate this only with checkpoints asked for
-// (kCkpt): without, their code is what it was.
-//
-// The state warps run it between chunks, on the state chain, so it is built to cost the chain
-// nothing but the stores' issue:
-// - per chunk one 64-bit compare with the next checkpoint's position, kept in a register (no
-//   division by C, no table read);
-// - the next checkpoint's checkpoint_indices entry (and, explicit lists, the position after it)
-//   are loaded one checkpoint ahead and read only when it comes, so no global load's latency lands
-//   on the chain;
-// - the store is one base address a lane and 64 global stores with constant offsets (K = V = 128),
-//   fp32 pairs of a vk row and bf16 pairs packed where the layout makes them adjacent.
+// chunk, so a checkpoint is the state a CTA holds after a whole chunk, stored to its slot the way
+// the final state is stored. A cursor per CTA walks the sequence's explicit positions (they
+// increase); every-C positions need none. The kernels instantiate this only with checkpoints
+// asked for (kCkpt): without, their code is what it was.
 #pragma once
-
-#include <cuda_bf16.h>
 
 #include <cstdint>
 
@@ -25,109 +14,34 @@
 namespace gdn::sm90 {
 
 struct CheckpointCursor {
-  int64_t pos = -1;   // token position of checkpoint j of the sequence; -1: none left
-  int j = 0;          // its index in the sequence's row of the tables
-  uint32_t word = 0;  // loaded one checkpoint ahead, one word a lane (fetch)
+  int64_t next = 0;  // explicit positions: the first entry not yet passed
 
-  // A segment starting at chunk c_begin: the first checkpoint after its start. The first
-  // position is read here, before the chunk loop.
-  __device__ __forceinline__ static CheckpointCursor at(const prefill::Args& a, int64_t n, int c_begin, int lane) {
+  // A segment starting at chunk c_begin: skips the positions before it.
+  __device__ __forceinline__ static CheckpointCursor at(const prefill::Args& a, int64_t n, int c_begin) {
     CheckpointCursor cur;
-    const int64_t begin = int64_t(c_begin) * kChunk;
-    if (a.checkpoint_positions != nullptr) {
-      while (cur.j < a.J && a.checkpoint_positions[n * a.J + cur.j] > 0 && a.checkpoint_positions[n * a.J + cur.j] <= begin)
-        ++cur.j;
-      if (cur.j < a.J) cur.pos = a.checkpoint_positions[n * a.J + cur.j];
-    } else {
-      cur.j = a.checkpoint_every > 0 ? int(begin / a.checkpoint_every) : int(a.J);
-      if (cur.j < a.J) cur.pos = int64_t(cur.j + 1) * a.checkpoint_every;
-    }
-    cur.fetch(a, n, lane);
+    if (a.checkpoint_positions != nullptr)
+      while (cur.next < a.J && a.checkpoint_positions[n * a.J + cur.next] > 0 &&
+             a.checkpoint_positions[n * a.J + cur.next] <= int64_t(c_begin) * kChunk)
+        ++cur.next;
     return cur;
   }
 
-  // Issues the loads take() reads at checkpoint j: lane 0 the low word of its checkpoint_indices
-  // entry, lane 1 the high word (int64 indices), lane 2 the position of entry j + 1 (explicit
-  // lists). Each lane loads from its own address, so the words stay in vector registers, untouched
-  // until take() shuffles them out: the loads' latency passes under the chunks in between instead
-  // of stalling the chain (a uniform load's value is moved to a uniform register at once).
-  __device__ __forceinline__ void fetch(const prefill::Args& a, int64_t n, int lane) {
-    if (j >= a.J) return;
-    const int64_t e = n * a.J + j;
-    const bool wide = a.index_dtype != DType::i32;
-    const uint32_t* words = static_cast<const uint32_t*>(a.checkpoint_indices);
-    const uint32_t* at = words + (wide ? 2 * e : e);
-    if (lane == 1 && wide) at = words + 2 * e + 1;
-    if (lane == 2 && a.checkpoint_positions != nullptr && j + 1 < a.J)
-      at = reinterpret_cast<const uint32_t*>(a.checkpoint_positions + e + 1);
-    word = *at;
-  }
-
-  // Whether the state after chunk c of a sequence of len tokens is checkpoint j.
-  __device__ __forceinline__ bool due(int c, int64_t len) const {
+  // Where the state after chunk c of sequence n (value head h, len tokens) goes: its checkpoint's
+  // slot, or null when (c + 1) * 64 is no checkpoint or its entry is -1.
+  __device__ __forceinline__ prefill::StateRef after_chunk(const prefill::Args& a, int64_t n, int h, int c, int64_t len) {
     const int64_t p = int64_t(c + 1) * kChunk;
-    return p == pos && p <= len;
-  }
-
-  // Checkpoint j's slot for value head h (null for -1); moves the cursor to j + 1. The whole warp
-  // calls it (due() is the same for every lane).
-  __device__ __forceinline__ prefill::StateRef take(const prefill::Args& a, int64_t n, int h, int lane) {
-    const uint32_t lo = __shfl_sync(0xffffffffu, word, 0), hi = __shfl_sync(0xffffffffu, word, 1),
-                   next_pos = __shfl_sync(0xffffffffu, word, 2);
-    const int64_t slot = a.index_dtype != DType::i32 ? int64_t(uint64_t(hi) << 32 | lo) : int64_t(int32_t(lo));
-    ++j;
-    pos = j >= a.J ? -1 : a.checkpoint_positions != nullptr ? int64_t(int32_t(next_pos)) : int64_t(j + 1) * a.checkpoint_every;
-    fetch(a, n, lane);
-    const bool vk = a.layout == Layout::vk, bf16 = a.state_dtype == DType::bf16;
-    if (slot < 0) return prefill::StateRef{nullptr, false, vk, a.K, a.V};
-    const int64_t elem = (slot * a.HV + h) * int64_t(kHeadDim) * kHeadDim;
-    return prefill::StateRef{static_cast<uint8_t*>(a.pool) + elem * (bf16 ? 2 : 4), bf16, vk, a.K, a.V};
+    int64_t j = -1;
+    if (p <= len) {
+      if (a.checkpoint_positions == nullptr) {
+        const int64_t C = a.checkpoint_every;
+        if (C > 0 && p % C == 0 && p / C <= a.J) j = p / C - 1;
+      } else if (next < a.J && a.checkpoint_positions[n * a.J + next] == p) {
+        j = next++;
+      }
+    }
+    if (j < 0) return prefill::StateRef{nullptr, false, a.layout == Layout::vk, a.K, a.V};
+    return prefill::checkpoint_state(a, n, h, j);
   }
 };
-
-// A state warp's 16 columns of S^T (s[nt][e]: value column col + 8 (e / 2), head dim
-// 8 nt + 2t + (e % 2), col = the lane's first column in the head's 128) into r, as
-// StateWarp::store writes them (bf16: round to nearest even), K = V = 128.
-__device__ __forceinline__ void store_checkpoint(const prefill::StateRef& r, const float (&s)[kHeadDim / 8][4], int lane,
-                                                 int col) {
-  if (r.p == nullptr) return;
-  constexpr int D = kHeadDim;
-  const int d0 = 2 * (lane & 3);
-  if (!r.vk) {  // [K][V]: element (d, v) at d D + v; a lane's elements are in 32 rows, 2 columns
-    const int64_t at = int64_t(d0) * D + col;
-    if (r.bf16) {
-      unsigned short* p = static_cast<unsigned short*>(r.p) + at;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e])));
-    } else {
-      float* p = static_cast<float*>(r.p) + at;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), s[nt][e]);
-    }
-  } else {  // [V][K]: element (d, v) at v D + d; (e, e + 1) are adjacent head dims
-    const int64_t at = int64_t(col) * D + d0;
-    if (r.bf16) {
-      unsigned int* p = reinterpret_cast<unsigned int*>(static_cast<unsigned short*>(r.p) + at);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-          const unsigned int lo = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e]));
-          const unsigned int hi = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e + 1]));
-          __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, lo | hi << 16);
-        }
-    } else {
-      float2* p = reinterpret_cast<float2*>(static_cast<float*>(r.p) + at);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, make_float2(s[nt][e], s[nt][e + 1]));
-    }
-  }
-}
 
 }  // namespace gdn::sm90

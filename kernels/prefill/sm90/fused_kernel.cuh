@@ -30,7 +30,7 @@
 #include "common/ptx/opaque.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
-#include "prefill/sm90/checkpoints.cuh"
+#include "prefill/sm90/next_checkpoint.cuh"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
 #include "prefill/sm90/cta_work.cuh"
@@ -77,7 +77,7 @@ __device__ __forceinline__ void producer_norms(int tid, uint8_t* smem, int stage
 }
 
 // pingpong: the two state warpgroups issue their products in turn (state_warpgroup.cuh). kCkpt:
-// the state warpgroups also store the state after each checkpoint's chunk (checkpoints.cuh).
+// the state warpgroups also store the state after each checkpoint's chunk (next_checkpoint.cuh).
 template <class In, bool kCkpt = false>
 __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(const prefill::Args a, int v_blocks, bool pingpong) {
   constexpr int BV = kFusedBlockV;
@@ -104,10 +104,10 @@ __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(co
     st.lc = warp * kColsPerWarp;
     st.begin_turns(pingpong ? warp / 4 : -1);
     st.load(initial_state(a, w.n, w.h), w.vcol0);
-    [[maybe_unused]] CheckpointCursor checkpoints;
+    [[maybe_unused]] NextCheckpoint checkpoints;
     [[maybe_unused]] StateRef pending;  // the checkpoint of the chunk before, stored under this chunk's U^T
     [[maybe_unused]] const int col = w.vcol0 + st.lc + (st.lane >> 2);  // the lane's first column
-    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, 0, st.lane);
+    if constexpr (kCkpt) checkpoints = NextCheckpoint::at(a, w.n, 0, st.lane);
     for (int j = 0; j < count; ++j) {
       const int stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);

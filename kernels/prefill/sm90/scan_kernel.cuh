@@ -167,14 +167,13 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     else if (!kOut) st.load(StateRef{}, 0);
     else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
     [[maybe_unused]] CheckpointCursor checkpoints;
-    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin, st.lane);
+    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % 3;
       wait_phase(&bars.full[stage], j / 3);
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
-      if constexpr (kCkpt)
-        if (checkpoints.due(c, w.len)) store_checkpoint(checkpoints.take(a, w.n, w.h, st.lane), st.s, st.lane, col0 + st.lc + (st.lane >> 2));
+      if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
     }
     if constexpr (kTurns) st.end_turns();
     if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
