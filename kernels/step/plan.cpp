@@ -60,10 +60,11 @@ bool mma_8bit_supported(const Call& a) {
 }
 
 // 8-bit update calls from kMma8bitMinTokens tokens on tensor cores. Static evidence, not a
-// measurement: tokens_vk's 8-bit build runs the fp32 token loop (3 FMAs per state value and
-// token) on top of the code conversions, and its T = 4 calls are slower than bf16's; the chunk
-// kernel's fixed cost per tile (split, Gram MMAs, recurrence) is about 4 tokens of that loop
-// (the bf16 rule below), so from 4 tokens the 8-bit call is bound by its bytes, half bf16's.
+// measurement (sm_90a SASS, docs/state-8bit.md): with 64 state values a lane in both kernels,
+// tokens_vk's 8-bit token loop is about 413 instructions a lane per token (194 FFMA: two dots
+// and the update), the tensor-core build's chunk of up to 4 tokens about 789 (32 HMMA, the
+// recurrence), its first chunk on exact codes. T = 2 is a tie (826 vs 789) and stays on
+// tokens_vk; from T = 3 (1239 vs 789) the chunk kernel issues fewer instructions.
 bool uses_mma_8bit(const Call& a) { return mma_8bit_supported(a) && a.T >= kMma8bitMinTokens; }
 
 // Read-only calls from 5 tokens on, with an fp32 pool and the pipelined kernel's batch sizes:

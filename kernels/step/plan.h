@@ -105,7 +105,7 @@ constexpr KnownSpill kKnownSpills[] = {
 constexpr int kGramTokens = 4;          // read-only calls up to 4 tokens: read_only_vk (7b5468d)
 constexpr int kMmaChunk = 8;            // tokens per tensor-core chunk; read-only builds take T <= 8
 constexpr int kMmaMinTokens = 8;        // from 8 tokens (vk, no cache) tensor cores win (339996b)
-constexpr int kMma8bitMinTokens = 4;  // 8-bit update calls from 4 tokens (plan.cpp uses_mma_8bit)
+constexpr int kMma8bitMinTokens = 3;  // 8-bit update calls from 3 tokens (plan.cpp uses_mma_8bit)
 constexpr int kMmaFp32MinTokens = 6;    // fp32 pools from 6 tokens (e821911) ...
 constexpr int64_t kMmaT6MinHeads = 1025;  // ... but T = 6 loses between 5 and 1024 pairs
 constexpr int kMmaPipelinedMaxTokens = 8;  // beyond 8 tokens two stages cost occupancy (T = 16)

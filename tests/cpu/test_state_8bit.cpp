@@ -297,9 +297,9 @@ TEST(StateQuantFastStep, EightBitCallsRouteToTheirKernels) {
       EXPECT_EQ(plan.min_warps(d), plan.depth == 8 ? 16 : 20)
           << "the 8-bit decode build's budget: " << plan.describe(d);
       EXPECT_EQ(step::plan_for(call, "depth=4").depth, 4);
-      EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit pools";
+      EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit decode calls";
       EXPECT_THROW(step::plan_for(call, "kernel=mma"), std::invalid_argument);
-      // mtp: update calls without the cache from 4 tokens on the tensor-core build; the cache,
+      // mtp: update calls without the cache from 3 tokens on the tensor-core build; the cache,
       // rollback, read-only forms and shorter calls on tokens_vk.
       for (int tokens : {2, 3, 4, 8, 16})
         for (bool update : {true, false})

@@ -69,7 +69,7 @@ std::vector<Q8Case> q8_cases() {
         out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
     }
     // The tensor-core build: T = 2..64 (one chunk, several chunks, several staging rounds).
-    for (int tokens : {2, 4, 5, 8, 9, 16, 17, 64}) {
+    for (int tokens : {2, 3, 4, 5, 8, 9, 16, 17, 64}) {
       Shape m = step_shape(OpKind::mtp, tokens > 16 ? 12 : 40, tokens, 4, 16, Layout::vk, d);
       m.indices = IndexPattern::padded, m.pool = 50;
       out.push_back({"mma_t" + std::to_string(tokens) + "_padded_" + tag, m, 0});
@@ -98,7 +98,7 @@ std::vector<Q8Case> q8_cases() {
   return out;
 }
 
-// depth 0: the tensor-core build (the mtp plan of update calls without the cache from 4 tokens).
+// depth 0: the tensor-core build (the mtp plan of update calls without the cache from 3 tokens).
 step::Plan plan_at(const Shape& s, int depth) {
   const step::Call c = step::Call::of(s);
   return depth == 0 ? step::mma_plan(c) : step::cuda_core_plan(c, depth);
