@@ -14,6 +14,7 @@
 #include "step/decode_8bit.cuh"
 #include "step/kernel.cuh"
 #include "step/mtp_mma.cuh"
+#include "step/mtp_mma_8bit.cuh"
 #include "step/mtp_mma_pipelined.cuh"
 #include "step/read_only.cuh"
 #include "step/step.h"
@@ -43,8 +44,16 @@ template <class Q, int ROWS> void launch_tokens_vk_8bit(const decode::Args& a, c
   step_vk_8bit_kernel<Q, ROWS><<<unsigned(warps_for(a, rows_per_warp)), 32, stage_bytes(tc, rows_per_warp, true), st>>>(a);
 }
 
-// 8-bit pools: decode_vk and tokens_vk (check() refuses every other kernel for them).
+// One warp per block, one per (row, value head, 16 rows), as launch_mma.
+template <class Q> void launch_mma_8bit(const decode::Args& a, cudaStream_t st) {
+  const int64_t warps = a.B * a.HV * (a.V / mma_vk::kRows);
+  const int tc = a.T < kStageTokens ? a.T : kStageTokens;
+  step_vk_mma_8bit_kernel<Q><<<unsigned(warps), 32, unsigned(mma_vk::stage_bytes(tc)), st>>>(a);
+}
+
+// 8-bit pools: decode_vk, tokens_vk and mma (check() refuses every other kernel for them).
 template <class Q> void launch_8bit(const decode::Args& a, const Plan& p, cudaStream_t st) {
+  if (p.kernel == Kernel::mma) return launch_mma_8bit<Q>(a, st);
   if (p.kernel == Kernel::tokens_vk) {
     if (p.depth == 1) return launch_tokens_vk_8bit<Q, 1>(a, st);
     if (p.depth == 2) return launch_tokens_vk_8bit<Q, 2>(a, st);

@@ -125,6 +125,12 @@ template <class TS> struct Tile {
   }
 };
 
+// 8-bit pools (mtp_mma_8bit.cuh): a tile of code values, exact in bf16, with the rows' scales
+// (rows g, g + 8): the state is diag(row_scale) times the tile until the first update.
+struct ScaledTile : Tile<float> {
+  float row_scale[2];
+};
+
 // (x0, x1) = big + rest as bf16x2 pairs: big rounded to bf16, rest = the rounded remainder
 // (|x - big| <= 2^-9 |x| exactly in fp32, rounded again), so the pair carries x to 2^-18 |x|.
 __device__ __forceinline__ void split_bf16x2(float x0, float x1, uint32_t& big, uint32_t& rest) {
@@ -165,7 +171,10 @@ template <int N> __device__ __forceinline__ void lds_words(const uint16_t* p, ui
 // kMmaTf32FromHeads pairs on (plan.cpp). The n-tile accumulators are its A fragments
 // permuted (a0 = c0, a1 = c2, a2 = c1, a3 = c3), and lane t's word y of a k-step holds the
 // n-tile's K columns 2t, 2t + 1 as TF32 rows t, t + 4.
-template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true, bool TF32 = false>
+// CODES: the tile is a ScaledTile of code values (8-bit pools' first chunk, with EXACT): the dots
+// are exact MMAs on the codes times the row's scale, and the update's A_C S0 is (a_C scale) codes.
+template <class TS, int NT, bool EXACT, bool SPLIT, bool FULL = false, bool UPDATE = true, bool TF32 = false,
+          bool CODES = false>
 __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& a, const WarpTask& w, int row0,
                                             const TokenStage& st, const WarpGates& gates, int c0, int tg0, int C,
                                             int lane) {
@@ -269,6 +278,13 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     gram[i] = gpart[0][i];
 #pragma unroll
     for (int p = 1; p < NG; ++p) gram[i] += gpart[p][i];
+  }
+  if constexpr (CODES) {  // S0 = diag(scale) codes: accumulator registers 0, 1 hold row g, 2, 3 row g + 8
+    const float* rs = static_cast<const ScaledTile&>(tile).row_scale;
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][i] *= rs[i >> 1];
   }
 
   // ---- Norms of the chunk's tokens (docs/method.md 1: 1 / sqrt(x.x + eps), scale folded into rq)
@@ -399,6 +415,11 @@ __device__ __forceinline__ void apply_chunk(Tile<TS>& tile, const decode::Args& 
     for (int e = 0; e < 2 * KPG; ++e) {
       float* sv = tile.s[2 * KPG * j + e];
       float d[4] = {ac * sv[0], ac * sv[1], ac * sv[2], ac * sv[3]};
+      if constexpr (CODES) {  // rows g, g + 8: (a_C scale) times the code value
+        const float* rs = static_cast<const ScaledTile&>(tile).row_scale;
+        const float a0 = ac * rs[0], a1 = ac * rs[1];
+        d[0] = a0 * sv[0], d[1] = a0 * sv[1], d[2] = a1 * sv[2], d[3] = a1 * sv[3];
+      }
       if constexpr (TF32) {
         const uint32_t b[2] = {__byte_perm(kw[0][e], 0u, tf32_sel), __byte_perm(kw[1][e], 0u, tf32_sel)};
         ptx::mma_m16n8k8_tf32(d, wbig, b);
@@ -433,6 +454,23 @@ __device__ __forceinline__ void apply_staged(Tile<TS>& tile, const decode::Args&
     if (std::is_same_v<TS, uint16_t> && t0 == 0 && c0 == 0) chunk(std::true_type{});
     else chunk(std::false_type{});
     if constexpr (READ_ONLY) break;  // one chunk (a loop-free rewrite compiled to another, unmeasured schedule)
+  }
+}
+
+// The call's tokens in stages of TC (the first already started): apply(t0, n) once each has landed.
+// step_vk_mma_kernel keeps its own copy of this loop: written through this helper, its PTX
+// allocates the gate loads' registers in another order.
+template <class F>
+__device__ __forceinline__ void for_each_stage(const decode::Args& a, const WarpTask& w, int row0, const TokenStage& st,
+                                               int TC, int lane, F&& apply) {
+  for (int t0 = 0; t0 < a.T; t0 += TC) {
+    const int n = a.T - t0 < TC ? a.T - t0 : TC;
+    if (t0 > 0) {
+      __syncwarp();  // every lane is done with the previous tokens
+      st.start(a, w.b, w.hk, w.h, row0, t0, n, lane);
+    }
+    st.wait();
+    apply(t0, n);
   }
 }
 

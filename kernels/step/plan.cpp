@@ -52,6 +52,21 @@ bool mma_supported(const Call& a) {
          !a.cache && (a.state_dtype == DType::f32 || a.state_dtype == DType::bf16);
 }
 
+// 8-bit pools: the tensor-core build (mtp_mma_8bit.cuh) takes vk update calls of 2 or more
+// tokens without the cache (decode has its own 8-bit kernel).
+bool mma_8bit_supported(const Call& a) {
+  return quant::is_8bit(a.state_dtype) && a.layout == Layout::vk && a.K == kHeadK && a.V % 16 == 0 && a.T >= 2 &&
+         a.T <= 64 && !a.cache && a.update_state;
+}
+
+// 8-bit update calls from kMma8bitMinTokens tokens on tensor cores. Static evidence, not a
+// measurement (sm_90a SASS, docs/state-8bit.md): with 64 state values a lane in both kernels,
+// tokens_vk's 8-bit token loop is about 413 instructions a lane per token (194 FFMA: two dots
+// and the update), the tensor-core build's chunk of up to 4 tokens about 789 (32 HMMA, the
+// recurrence), its first chunk on exact codes. T = 2 is a tie (826 vs 789) and stays on
+// tokens_vk; from T = 3 (1239 vs 789) the chunk kernel issues fewer instructions.
+bool uses_mma_8bit(const Call& a) { return mma_8bit_supported(a) && a.T >= kMma8bitMinTokens; }
+
 // Read-only calls from 5 tokens on, with an fp32 pool and the pipelined kernel's batch sizes:
 // the tensor-core READ_ONLY builds (H200, 7b5468d: T = 5 B = 32 / 256 29.9 / 180.3 us against
 // 35.1 / 233.0 on the T-token kernel).
@@ -108,6 +123,7 @@ bool uses_read_only_kernel(const Call& a) {
 // B >= 64 but not in between, hence kMmaT6MinHeads); T = 5 fp32 below kMmaPipelinedMinHeads pairs
 // on the plain kernel (3b0359f: B = 1 / 2 / 4 5.38 / 6.49 / 8.93 vs 5.86 / 6.75 / 9.06 us).
 bool uses_mma(const Call& a) {
+  if (quant::is_8bit(a.state_dtype)) return uses_mma_8bit(a);
   if (!mma_supported(a)) return false;
   if (read_only_mma(a)) return true;
   if (a.T >= kMmaMinTokens) return true;
@@ -199,8 +215,15 @@ std::string Plan::describe(DType state) const {
 std::string check(const Plan& p, const Call& a) {
   const bool bf16 = a.state_dtype == DType::bf16;
   const bool vk = a.layout == Layout::vk;
+  if (quant::is_8bit(a.state_dtype) && p.kernel == Kernel::mma) {
+    if (!mma_8bit_supported(a)) return "the 8-bit tensor-core build takes vk update calls of 2 or more tokens without the cache only";
+    if (p.read_only) return "the 8-bit tensor-core build has no read_only form";
+    if (p.form != MmaForm::bf16) return "the 8-bit tensor-core build is built with bf16 MMAs only";
+    if (p.depth != 0 || p.tiles != 1) return "the tensor-core kernels have no depth or tiles";
+    return "";
+  }
   if (quant::is_8bit(a.state_dtype) && p.kernel != Kernel::decode_vk && p.kernel != Kernel::tokens_vk)
-    return "8-bit pools run on decode_vk (decode) and tokens_vk (mtp) only";
+    return "8-bit pools run on decode_vk (decode), tokens_vk and mma (mtp) only";
   if (is_mma(p.kernel)) {
     if (!mma_supported(a)) return "the tensor-core kernels take vk calls without the cache only";
     if (p.depth != 0 || p.tiles != 1) return "the tensor-core kernels have no depth or tiles";

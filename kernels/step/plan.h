@@ -24,7 +24,7 @@ enum class Kernel {
   tokens_vk,      // kernel.cuh step_vk_kernel: T tokens on CUDA cores, vk
   tokens_kv,      // kernel.cuh step_kv_kernel: T tokens on CUDA cores, kv (and fp32 kv decode)
   read_only_vk,   // read_only.cuh: update_state off, T <= kGramTokens, from the starting state's dots
-  mma,            // mtp_mma.cuh: chunks of 8 tokens on tensor cores, one warp per 16 state rows
+  mma,            // mtp_mma.cuh: chunks of 8 tokens on tensor cores, one warp per 16 state rows (8-bit pools: mtp_mma_8bit.cuh)
   mma_pipelined,  // mtp_mma_pipelined.cuh: the same on a persistent grid, next tile copied ahead
 };
 // The tensor-core kernels' arithmetic: bf16 MMAs on a state split into two bf16 halves, or TF32.
@@ -57,7 +57,8 @@ constexpr int kNoMinWarps = 0;             // step_kv_kernel: no bound, up to 25
 // few bytes in four bf16 builds, each measured faster at its budget than with more registers and
 // fewer warps: decode_vk depth 4 (102 registers, 16 warps: 8-17 % slower), decode_kv depth 4
 // (unbounded: the tile stays widened at 230 registers), read_only_vk with 4 tiles (bf16:
-// 129.3 us against 143.9 with 2 tiles), the bf16 tensor-core update build (3b0359f). On
+// 129.3 us against 143.9 with 2 tiles), the bf16 tensor-core update build (3b0359f); and the
+// 8-bit tensor-core build (mtp_mma_8bit.cuh), whose spilled words sit outside the chunk math. On
 // sm_80, sm_100 and sm_120 the family is built but has never been measured: the sm_90 budgets
 // spill there, recorded as they are. tests/cpu/
 // test_register_budgets.cpp fails on any other spill, or on more bytes than these.
@@ -69,14 +70,21 @@ struct KnownSpill {
   bool read_only;
   MmaForm form;
   int max_spill_bytes;  // spill stores + spill loads
+  bool eight_bit = false;  // the 8-bit pools' build (fp8e4m3 and int8 alike)
 };
 constexpr KnownSpill kKnownSpills[] = {
     {90, Kernel::decode_vk, true, 4, 1, false, MmaForm::none, 20},
     {90, Kernel::decode_kv, true, 4, 1, false, MmaForm::none, 28},
     {90, Kernel::read_only_vk, true, 4, 4, false, MmaForm::none, 24},
     {90, Kernel::mma, true, 0, 1, false, MmaForm::bf16, 40},
+    // the 8-bit tensor-core build: loop-invariant words (lane, the stage size), reloaded once per
+    // chunk and at the store, outside the chunk math (nvdisasm line info); unmeasured
+    {90, Kernel::mma, false, 0, 1, false, MmaForm::bf16, 32, true},
     // unmeasured architectures
     {80, Kernel::mma, true, 0, 1, false, MmaForm::bf16, 48},
+    {80, Kernel::mma, false, 0, 1, false, MmaForm::bf16, 60, true},
+    {100, Kernel::mma, false, 0, 1, false, MmaForm::bf16, 64, true},
+    {120, Kernel::mma, false, 0, 1, false, MmaForm::bf16, 136, true},
     {100, Kernel::mma, false, 0, 1, false, MmaForm::bf16, 48},
     {100, Kernel::mma, true, 0, 1, false, MmaForm::bf16, 32},
     {100, Kernel::mma_pipelined, false, 0, 1, false, MmaForm::bf16, 148},
@@ -97,6 +105,7 @@ constexpr KnownSpill kKnownSpills[] = {
 constexpr int kGramTokens = 4;          // read-only calls up to 4 tokens: read_only_vk (7b5468d)
 constexpr int kMmaChunk = 8;            // tokens per tensor-core chunk; read-only builds take T <= 8
 constexpr int kMmaMinTokens = 8;        // from 8 tokens (vk, no cache) tensor cores win (339996b)
+constexpr int kMma8bitMinTokens = 3;  // 8-bit update calls from 3 tokens (plan.cpp uses_mma_8bit)
 constexpr int kMmaFp32MinTokens = 6;    // fp32 pools from 6 tokens (e821911) ...
 constexpr int64_t kMmaT6MinHeads = 1025;  // ... but T = 6 loses between 5 and 1024 pairs
 constexpr int kMmaPipelinedMaxTokens = 8;  // beyond 8 tokens two stages cost occupancy (T = 16)

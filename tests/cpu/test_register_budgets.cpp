@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cpu/ptxas_report.h"
+#include "core/state_quant.h"
 #include "step/plan.h"
 
 namespace gdn {
@@ -39,12 +40,14 @@ std::optional<step::Plan> plan_of(const std::string& name, const std::vector<std
       {"decode_vk_8bit_kernel", Kernel::decode_vk},   {"step_vk_8bit_kernel", Kernel::tokens_vk},
       {"step_vk_kernel", Kernel::tokens_vk},          {"step_kv_kernel", Kernel::tokens_kv},
       {"step_vk_read_only_kernel", Kernel::read_only_vk}, {"step_vk_mma_kernel", Kernel::mma},
-      {"step_vk_mma_pipelined_kernel", Kernel::mma_pipelined}};
+      {"step_vk_mma_pipelined_kernel", Kernel::mma_pipelined}, {"step_vk_mma_8bit_kernel", Kernel::mma}};
   const auto it = kernels.find(name);
   if (it == kernels.end()) return std::nullopt;
   step::Plan p;
   p.kernel = it->second;
-  if (p.kernel == Kernel::mma || p.kernel == Kernel::mma_pipelined) {
+  if (name == "step_vk_mma_8bit_kernel") {  // <Codes, M, MINW>: the bf16-MMA update build
+    p.form = step::MmaForm::bf16;
+  } else if (p.kernel == Kernel::mma || p.kernel == Kernel::mma_pipelined) {
     p.read_only = args.at(5) == "true";
     p.form = p.kernel == Kernel::mma_pipelined && args.at(6) == "true" ? step::MmaForm::tf32 : step::MmaForm::bf16;
   } else {
@@ -58,7 +61,8 @@ std::optional<step::Plan> plan_of(const std::string& name, const std::vector<std
 int known_spill_bytes(const std::string& arch, const step::Plan& p, DType state) {
   for (const auto& k : step::kKnownSpills)
     if ("sm_" + std::to_string(k.arch) == arch && k.kernel == p.kernel && k.bf16 == (state == DType::bf16) &&
-        k.depth == p.depth && k.tiles == p.tiles && k.read_only == p.read_only && k.form == p.form)
+        k.depth == p.depth && k.tiles == p.tiles && k.read_only == p.read_only && k.form == p.form &&
+        k.eight_bit == quant::is_8bit(state))
       return k.max_spill_bytes;
   return 0;
 }
@@ -78,7 +82,8 @@ TEST(RegisterBudgets, EveryStepKernelFitsItsPlanWithoutSpilling) {
     ASSERT_TRUE(plan.has_value()) << "a kernel no plan names: " << u.name;
     ASSERT_GE(u.registers, 0) << u.name << " " << u.arch << ": no register count in the report";
     seen.insert(plan->kernel);
-    eight_bit_builds += name == "decode_vk_8bit_kernel" || name == "step_vk_8bit_kernel";
+    eight_bit_builds += name == "decode_vk_8bit_kernel" || name == "step_vk_8bit_kernel" ||
+                        name == "step_vk_mma_8bit_kernel";
     archs.insert(u.arch);
     const int warps = plan->min_warps(state);
     const int budget = warps > 0 ? step::register_budget(warps) : 255;
@@ -88,8 +93,8 @@ TEST(RegisterBudgets, EveryStepKernelFitsItsPlanWithoutSpilling) {
   }
   // Every kernel of the family was found, so the checks above were not vacuous.
   EXPECT_EQ(seen.size(), 7u);
-  EXPECT_EQ(eight_bit_builds, 2 * (4 + 3) * int(archs.size()))
-      << "2 formats x (decode at 4 depths + mtp at 3) 8-bit builds per arch";
+  EXPECT_EQ(eight_bit_builds, 2 * (4 + 3 + 1) * int(archs.size()))
+      << "2 formats x (decode at 4 depths + mtp at 3 + the tensor-core build) 8-bit builds per arch";
   EXPECT_TRUE(archs.count("sm_90")) << "the report has no sm_90 kernels";
 }
 

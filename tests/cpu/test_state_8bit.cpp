@@ -284,7 +284,7 @@ TEST(StateDriftRecord, TableShowsTheColumnAndEveryLength) {
 namespace gdn {
 namespace {
 
-TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
+TEST(StateQuantFastStep, EightBitCallsRouteToTheirKernels) {
   for (DType d : {DType::fp8e4m3, DType::i8})
     for (int64_t batch : {1, 64, 512}) {
       auto s = step_shape(OpKind::decode, d, batch, 128, 128, 32);
@@ -297,20 +297,37 @@ TEST(StateQuantFastStep, EightBitCallsRouteToTheirTwoKernels) {
       EXPECT_EQ(plan.min_warps(d), plan.depth == 8 ? 16 : 20)
           << "the 8-bit decode build's budget: " << plan.describe(d);
       EXPECT_EQ(step::plan_for(call, "depth=4").depth, 4);
-      EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit pools";
+      EXPECT_NE(step::check(step::mma_plan(call), call), "") << "no tensor-core kernel takes 8-bit decode calls";
       EXPECT_THROW(step::plan_for(call, "kernel=mma"), std::invalid_argument);
-      // mtp: every form (cache, rollback, read-only, T <= 4 included) on tokens_vk.
-      for (bool update : {true, false})
-        for (bool cache : {false, true}) {
-          auto m = step_shape(OpKind::mtp, d, batch, 128, 128, 32);
-          m.tokens = 4, m.update_state = update, m.cache_intermediate = cache, m.rollback = cache && update;
-          EXPECT_EQ(step::supports(m), "") << m.key();
-          const auto mp = step::plan_for(step::Call::of(m), "");
-          EXPECT_EQ(mp.kernel, step::Kernel::tokens_vk) << m.key();
-          EXPECT_EQ(mp.min_warps(d), mp.depth == 4 ? 12 : 16) << mp.describe(d);
-          EXPECT_THROW(step::plan_for(step::Call::of(m), "kernel=read_only_vk"), std::invalid_argument);
-          EXPECT_THROW(step::plan_for(step::Call::of(m), "depth=8"), std::invalid_argument) << "depth 8 is decode's";
-        }
+      // mtp: update calls without the cache from 3 tokens on the tensor-core build; the cache,
+      // rollback, read-only forms and shorter calls on tokens_vk.
+      for (int tokens : {2, 3, 4, 8, 16})
+        for (bool update : {true, false})
+          for (bool cache : {false, true}) {
+            auto m = step_shape(OpKind::mtp, d, batch, 128, 128, 32);
+            m.tokens = tokens, m.update_state = update, m.cache_intermediate = cache, m.rollback = cache && update;
+            EXPECT_EQ(step::supports(m), "") << m.key();
+            const auto mc = step::Call::of(m);
+            const auto mp = step::plan_for(mc, "");
+            const bool mma = update && !cache && tokens >= step::kMma8bitMinTokens;
+            EXPECT_EQ(mp.kernel, mma ? step::Kernel::mma : step::Kernel::tokens_vk) << m.key();
+            EXPECT_EQ(step::check(mp, mc), "") << m.key();
+            if (mma) {
+              EXPECT_EQ(mp.form, step::MmaForm::bf16) << m.key();
+              EXPECT_FALSE(mp.read_only) << m.key();
+              EXPECT_EQ(mp.min_warps(d), step::kMmaMinWarps) << mp.describe(d);
+              EXPECT_EQ(step::plan_for(mc, "kernel=tokens_vk").kernel, step::Kernel::tokens_vk) << "the A/B stays open";
+              EXPECT_THROW(step::plan_for(mc, "form=tf32"), std::invalid_argument);
+              EXPECT_THROW(step::plan_for(mc, "kernel=mma_pipelined"), std::invalid_argument);
+            } else {
+              EXPECT_EQ(mp.min_warps(d), mp.depth == 4 ? 12 : 16) << mp.describe(d);
+              // Update calls without the cache take the tensor-core build by override at any T >= 2.
+              if (update && !cache) EXPECT_EQ(step::plan_for(mc, "kernel=mma").kernel, step::Kernel::mma) << m.key();
+              else EXPECT_THROW(step::plan_for(mc, "kernel=mma"), std::invalid_argument) << m.key();
+            }
+            EXPECT_THROW(step::plan_for(mc, "kernel=read_only_vk"), std::invalid_argument);
+            EXPECT_THROW(step::plan_for(mc, "depth=8"), std::invalid_argument) << "depth 8 is decode's";
+          }
     }
   // Depth 8 is the 8-bit decode tile's only.
   for (DType d : {DType::f32, DType::bf16}) {

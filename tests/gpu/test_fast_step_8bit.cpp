@@ -3,8 +3,10 @@
 // the quantized fp64 reference on padding rows, the raw gate, stress inputs, 32-bit indices,
 // byte offsets past 2^31, and for mtp the cache, rollback, read-only pools and several staging
 // rounds; the launch captured into a CUDA graph giving the same bits as a direct launch; and
-// 1000 repeats from the same inputs bit-identical. Each case skips without a device; the routing
-// and ptxas budgets are checked on the CPU.
+// 1000 repeats from the same inputs bit-identical. The tensor-core build (step_vk_mma_8bit_kernel,
+// depth 0 below) on update calls without the cache: one and several chunks and staging rounds,
+// padding rows, the raw gate, stress inputs and slots past 2^31 bytes. Each case skips without a
+// device; the routing and ptxas budgets are checked on the CPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -66,6 +68,27 @@ std::vector<Q8Case> q8_cases() {
                {"mtp_t3_read_only_strong_decay", read_only}, {"mtp_t16_cache_no_decay_no_l2norm", no_decay}})
         out.push_back({label + "_" + tag + "_depth" + std::to_string(depth), s, depth});
     }
+    // The tensor-core build: T = 2..64 (one chunk, several chunks, several staging rounds).
+    for (int tokens : {2, 3, 4, 5, 8, 9, 16, 17, 64}) {
+      Shape m = step_shape(OpKind::mtp, tokens > 16 ? 12 : 40, tokens, 4, 16, Layout::vk, d);
+      m.indices = IndexPattern::padded, m.pool = 50;
+      out.push_back({"mma_t" + std::to_string(tokens) + "_padded_" + tag, m, 0});
+    }
+    Shape m4 = step_shape(OpKind::mtp, 64, 4, 16, 32, Layout::vk, d);  // the T = 4, no cache
+    out.push_back({"mma_t4_b64_" + tag, m4, 0});
+    Shape raw = step_shape(OpKind::mtp, 33, 6, 2, 8, Layout::vk, d);
+    raw.gate = GateForm::raw, raw.inputs = InputDist::strong_decay, raw.l2norm = false, raw.index_dtype = DType::i32;
+    raw.indices = IndexPattern::random, raw.pool = 100;
+    out.push_back({"mma_t6_raw_strong_decay_no_l2norm_i32_" + tag, raw, 0});
+    Shape no_decay = step_shape(OpKind::mtp, 16, 12, 2, 4, Layout::vk, d);
+    no_decay.inputs = InputDist::no_decay, no_decay.dv = 64;
+    out.push_back({"mma_t12_no_decay_v64_" + tag, no_decay, 0});
+    Shape beta_one = step_shape(OpKind::mtp, 16, 4, 2, 8, Layout::vk, d);
+    beta_one.inputs = InputDist::beta_one;
+    out.push_back({"mma_t4_beta_one_" + tag, beta_one, 0});
+    Shape mtp_high = step_shape(OpKind::mtp, 64, 4, 8, 16, Layout::vk, d);
+    mtp_high.indices = IndexPattern::high, mtp_high.pool = 9000;
+    out.push_back({"mma_t4_high_slots_past_2g_" + tag, mtp_high, 0});
     // Slots at the end of a pool of 9000 x 16 heads: code offsets past 2^31 bytes (64-bit math).
     Shape high = step_shape(OpKind::decode, 256, 1, 8, 16, Layout::vk, d);
     high.indices = IndexPattern::high, high.pool = 9000;
@@ -75,7 +98,15 @@ std::vector<Q8Case> q8_cases() {
   return out;
 }
 
-step::Plan plan_at(const Shape& s, int depth) { return step::cuda_core_plan(step::Call::of(s), depth); }
+// depth 0: the tensor-core build (the mtp plan of update calls without the cache from 3 tokens).
+step::Plan plan_at(const Shape& s, int depth) {
+  const step::Call c = step::Call::of(s);
+  return depth == 0 ? step::mma_plan(c) : step::cuda_core_plan(c, depth);
+}
+step::Kernel kernel_of(const Q8Case& c) {
+  if (c.depth == 0) return step::Kernel::mma;
+  return c.shape.op == OpKind::mtp ? step::Kernel::tokens_vk : step::Kernel::decode_vk;
+}
 
 class FastStep8bit : public test::CudaSuite<Q8Case> {
  protected:
@@ -107,7 +138,7 @@ TEST_P(FastStep8bit, MatchesTheQuantizedReference) {
   ASSERT_EQ(op_def(c.shape.op).validate(c.shape), "") << c.shape.key();
   ASSERT_EQ(step::supports(c.shape), "") << c.shape.key();
   const step::Plan plan = plan_at(c.shape, c.depth);
-  ASSERT_EQ(plan.kernel, c.shape.op == OpKind::mtp ? step::Kernel::tokens_vk : step::Kernel::decode_vk);
+  ASSERT_EQ(plan.kernel, kernel_of(c));
   ASSERT_EQ(step::check(plan, step::Call::of(c.shape)), "") << plan.describe(c.shape.state_dtype);
   if (const std::string why = no_device(); !why.empty()) GTEST_SKIP() << why;
   Problem p(c.shape, *backend_, kSeed);
@@ -169,6 +200,12 @@ std::vector<Q8Case> run_cases() {
     Shape m = step_shape(OpKind::mtp, 32, 4, 4, 8, Layout::vk, d);
     m.indices = IndexPattern::padded, m.pool = 40, m.cache_intermediate = true, m.rollback = true;
     out.push_back({"mtp_t4_b32_rollback_padded_" + std::string(to_string(d)), m, 4});
+    Shape mma = step_shape(OpKind::mtp, 32, 4, 4, 8, Layout::vk, d);
+    mma.indices = IndexPattern::padded, mma.pool = 40;
+    out.push_back({"mma_t4_b32_padded_" + std::string(to_string(d)), mma, 0});
+    Shape mma9 = step_shape(OpKind::mtp, 16, 9, 4, 8, Layout::vk, d);  // two chunks
+    mma9.indices = IndexPattern::padded, mma9.pool = 20;
+    out.push_back({"mma_t9_b16_padded_" + std::string(to_string(d)), mma9, 0});
   }
   return out;
 }
