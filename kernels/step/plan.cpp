@@ -59,11 +59,12 @@ bool mma_8bit_supported(const Call& a) {
          a.T <= 64 && !a.cache && a.update_state;
 }
 
-// 8-bit update calls from kMma8bitMinTokens tokens on tensor cores. Static evidence, not a
-// measurement (sm_90a SASS, docs/state-8bit.md): with 64 state values a lane in both kernels,
-// tokens_vk's 8-bit token loop is about 413 instructions a lane per token (194 FFMA: two dots
-// and the update), the tensor-core build's chunk of up to 4 tokens about 789 (32 HMMA, the
-// recurrence), its first chunk on exact codes. T = 2 is a tie (826 vs 789) and stays on
+// 8-bit update calls from kMma8bitMinTokens tokens on tensor cores: 0.84-0.88x tokens_vk's time
+// at T = 3 and 0.76-0.79x at T = 4 (H200, B = 64 and 256, fp8e4m3 and int8, 34af109). T = 2 is
+// not measured; the static count (sm_90a SASS, docs/state-8bit.md, 64 state values a lane in both
+// kernels) calls it a tie: tokens_vk's 8-bit token loop is about 413 instructions a lane per token
+// (194 FFMA: two dots and the update), the tensor-core build's chunk of up to 4 tokens about 789
+// (32 HMMA, the recurrence), its first chunk on exact codes, so T = 2 (826 vs 789) stays on
 // tokens_vk; from T = 3 (1239 vs 789) the chunk kernel issues fewer instructions.
 bool uses_mma_8bit(const Call& a) { return mma_8bit_supported(a) && a.T >= kMma8bitMinTokens; }
 
