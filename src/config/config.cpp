@@ -18,6 +18,7 @@
 #include "core/op.h"
 #include "core/plan_spec.h"
 #include "core/registry.h"
+#include "core/state_quant.h"
 
 namespace gdn {
 namespace {
@@ -497,8 +498,10 @@ void finish_point(const Checker& c, Point& pt, int line, const std::string& path
   if (s.op == OpKind::prefill && !s.prefill_pool()) {
     // A dense prefill point (h0 / ht) has no pool: the pool axes (from defaults meant for decode,
     // say) do not apply, and are reset so its record says what ran.
+    // An 8-bit format is kept: it asks for a pool, and validate refuses it naming the rule.
     const Shape plain;
-    s.state_dtype = plain.state_dtype, s.indices = plain.indices, s.index_dtype = plain.index_dtype;
+    if (!quant::is_8bit(s.state_dtype)) s.state_dtype = plain.state_dtype;
+    s.indices = plain.indices, s.index_dtype = plain.index_dtype;
   }
   s.checkpoint_at = spread_checkpoint_at(s.checkpoint_at, s.seqlens);  // one group serves every sequence
   int64_t rows = 0;
