@@ -179,8 +179,12 @@ PrefillPlan::PrefillPlan(const Shape& shape, const TensorSet& inputs, const Sele
   for (int64_t n = 0; n < int64_t(shape.seqlens.size()); ++n) checkpoints.push_back(checkpoint_positions(shape, n));
 }
 
+Mat PrefillPlan::stored(const Mat& S) const {
+  return quant::is_8bit(s.state_dtype) ? quantized(S, s.state_dtype) : S;
+}
+
 void PrefillPlan::save_checkpoint(int64_t n, int h, int64_t j, const Mat& S, PrefillResult& r) const {
-  store_state(S, s.layout, r.checkpoints.data() + ((n * J + j) * d.HV + h) * d.state_size());
+  store_state(stored(S), s.layout, r.checkpoints.data() + ((n * J + j) * d.HV + h) * d.state_size());
 }
 
 PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, int, Mat&, PrefillResult&)>& f) const {
@@ -202,12 +206,14 @@ PrefillResult PrefillPlan::run(int threads, const std::function<void(int64_t, in
     Mat S = Mat::Zero(d.K, d.V);
     if (pool) {
       const int64_t slot = slot_at(idx->data, idx->spec.dtype, n);
-      if (slot >= 0) S = load_state(*pool, (slot * d.HV + h) * KV, s.layout, d.K, d.V);
+      const int64_t at = (slot * d.HV + h) * KV;
+      if (slot >= 0 && quant::is_8bit(s.state_dtype)) S = load_quantized_state(*pool, in.at("pool_scale"), at, d.K, d.V);
+      else if (slot >= 0) S = load_state(*pool, at, s.layout, d.K, d.V);
     } else if (h0) {
       S = load_state(*h0, state_at, s.layout, d.K, d.V);
     }
     f(n, h, S, r);
-    store_state(S, s.layout, r.ht.data() + state_at);
+    store_state(pool ? stored(S) : S, s.layout, r.ht.data() + state_at);
   });
   return r;
 }

@@ -67,7 +67,8 @@ void recurrent_row(Mat& S, const Shape& s, const TensorSet& in, const Dims& d, i
 // What both prefill references share: the geometry, the packed sequence starts, the selected
 // (sequence, value head) pairs and a result whose unselected entries stay NaN; run() calls
 // f(n, h, S) for every selected pair on up to `threads` threads with S the sequence's initial
-// state (h0 or zero) and stores S into ht after.
+// state (h0, its pool slot widened, or zero) and stores S into ht after (in the pool form as the
+// pool keeps it: stored()).
 struct PrefillPlan {
   const Shape& s;
   const TensorSet& in;
@@ -78,7 +79,10 @@ struct PrefillPlan {
   int64_t J = 0;                                   // checkpoint columns
   std::vector<std::vector<int64_t>> checkpoints;   // positions per sequence, from its start
   PrefillPlan(const Shape& shape, const TensorSet& inputs, const Selection& sel);
-  // Stores S as checkpoint j of (sequence n, head h).
+  // What the pool keeps of a state it stores: S, or for an 8-bit pool its quantized values
+  // (docs/method.md 2.5); the running state between tokens is never quantized.
+  Mat stored(const Mat& S) const;
+  // Stores S as checkpoint j of (sequence n, head h), as the pool keeps it.
   void save_checkpoint(int64_t n, int h, int64_t j, const Mat& S, PrefillResult& r) const;
   PrefillResult run(int threads, const std::function<void(int64_t n, int h, Mat& S, PrefillResult& r)>& f) const;
 };

@@ -48,7 +48,9 @@ inline Continuation continue_from_checkpoint(const Variant& v, ExecBackend& back
   Problem rest(tail, backend, seed);
   static const std::set<std::string> per_token{"q", "k", "v", "g", "beta", "a", "b"};
   for (const auto& [name, t] : rest.inputs().all()) {
-    const Tensor& from = name == "pool" ? whole.results().at("pool") : whole.inputs().at(name);
+    // The pool (and an 8-bit pool's row scales) as the first run left them.
+    const bool pooled = name == "pool" || name == "pool_scale";
+    const Tensor& from = pooled ? whole.results().at(name) : whole.inputs().at(name);
     if (name == "cu_seqlens" || t.spec.role == Role::output) continue;
     if (name == "indices") {
       if (t.spec.dtype == DType::i32) static_cast<int32_t*>(t.data)[0] = int32_t(checkpoint_slot);
@@ -74,11 +76,15 @@ inline Continuation continue_from_checkpoint(const Variant& v, ExecBackend& back
   }
   c.o_rel = std::sqrt(d2 / r2);
   const Tensor &pool_whole = whole.results().at("pool"), &pool_rest = rest.results().at("pool");
+  // An 8-bit pool's values are code x scale (docs/method.md 2.5).
+  const Tensor* scales_whole = whole.results().has("pool_scale") ? &whole.results().at("pool_scale") : nullptr;
+  const Tensor* scales_rest = rest.results().has("pool_scale") ? &rest.results().at("pool_scale") : nullptr;
   const int64_t slot = pool_whole.numel() / prompt.pool_slots();
   d2 = r2 = 0;
   c.state_identical = true;
   for (int64_t e = 0; e < slot; ++e) {
-    const double x = ref::load(pool_rest, checkpoint_slot * slot + e), r = ref::load(pool_whole, final_slot * slot + e);
+    const double x = ref::load_state_value(pool_rest, scales_rest, checkpoint_slot * slot + e);
+    const double r = ref::load_state_value(pool_whole, scales_whole, final_slot * slot + e);
     d2 += (x - r) * (x - r), r2 += r * r;
     c.state_identical = c.state_identical && x == r;
   }

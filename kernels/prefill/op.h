@@ -49,6 +49,8 @@ struct Args {
   const void* checkpoint_indices = nullptr;
   const int32_t* checkpoint_positions = nullptr;
   int64_t J = 0, checkpoint_every = 0;
+  // An 8-bit pool's row scales (tensor pool_scale, docs/method.md 2.5) are not a field here: Args
+  // is the sm90 kernels' first parameter, and growing it moves every later parameter (their SASS).
 };
 
 // Typed view of a problem's tensors. `cu_seqlens_host` is the host copy the runner keeps.

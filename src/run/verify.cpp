@@ -147,6 +147,7 @@ std::optional<TensorCheck> check_checkpoints(const Problem& p, const std::vector
   if (!p.inputs().has("checkpoint_indices")) return std::nullopt;
   const auto& table = p.inputs().at("checkpoint_indices");
   const auto& pool = p.results().at("pool");
+  const Tensor* scales = p.results().has("pool_scale") ? &p.results().at("pool_scale") : nullptr;  // 8-bit pools
   const int64_t HV = s.h_v, S = int64_t(s.dk) * s.dv, J = checkpoint_columns(s);
   auto slot_of = [&](int64_t n, int64_t j) { return slot_at(table.data, table.spec.dtype, n * J + j); };
   for (int64_t n = 0; n < int64_t(s.seqlens.size()); ++n)
@@ -159,7 +160,8 @@ std::optional<TensorCheck> check_checkpoints(const Problem& p, const std::vector
       if (slot_of(n, j) < 0) continue;
       for (int h : heads)
         for (int64_t e = 0; e < S; ++e)
-          ac.add(ref::load(pool, (slot_of(n, j) * HV + h) * S + e), ref_states[size_t(((n * J + j) * HV + h) * S + e)]);
+          ac.add(ref::load_state_value(pool, scales, (slot_of(n, j) * HV + h) * S + e),
+                 ref_states[size_t(((n * J + j) * HV + h) * S + e)]);
     }
   return ac.finish("checkpoints", tol_for(tols, "checkpoints"));
 }
