@@ -20,12 +20,16 @@ namespace fs = std::filesystem;
 const std::vector<std::string> kKnownPeers{"fla", "flashinfer", "flashqla"};
 constexpr const char* kKernelHarness = "kernel_peer.py";
 
-// Beside the program: build/gdnbench (or an installed bin/gdnbench) next to scripts/peers.
-std::string default_peers_dir() {
+// Where the harnesses are looked for when --peers-dir is not given: beside the program
+// (build/gdnbench, or an installed bin/gdnbench, next to scripts/peers), then the current folder's
+// scripts/peers (a packed binary run from the repository root, as scripts/bench-gpu.sh does).
+std::vector<std::string> default_peers_dirs() {
+  std::vector<std::string> out;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "scripts/peers";
-  return (exe.parent_path().parent_path() / "scripts" / "peers").string();
+  if (!ec) out.push_back((exe.parent_path().parent_path() / "scripts" / "peers").string());
+  out.push_back("scripts/peers");
+  return out;
 }
 
 std::vector<std::string> split_names(const std::string& text) {
@@ -39,12 +43,16 @@ std::vector<std::string> split_names(const std::string& text) {
   return out;
 }
 
-std::string script_in(const std::string& dir, const std::string& file, bool dir_given) {
-  const fs::path p = fs::absolute(fs::path(dir) / file);
-  if (!fs::is_regular_file(p))
-    throw input_error(fmt::format("{}: no harness '{}' in '{}'{}", file, file, dir,
-                                  dir_given ? "" : " (the scripts/peers beside this program); give its folder with --peers-dir DIR"));
-  return p.string();
+// The first folder that holds FILE; a named --peers-dir is the only place looked.
+std::string script_in(const std::vector<std::string>& dirs, const std::string& file, bool dir_given) {
+  for (const auto& dir : dirs) {
+    const fs::path p = fs::absolute(fs::path(dir) / file);
+    if (fs::is_regular_file(p)) return p.string();
+  }
+  std::vector<std::string> looked;
+  for (const auto& dir : dirs) looked.push_back(fs::absolute(dir).string());
+  throw input_error(fmt::format("{}: no harness '{}' in '{}'{}", file, file, fmt::join(looked, "', '"),
+                                dir_given ? "" : " (beside this program, then the current folder); give its folder with --peers-dir DIR"));
 }
 
 }  // namespace
@@ -60,7 +68,7 @@ void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a) {
                   "harness (scripts/peers/kernel_peer.py) beside our variants")
       ->allow_extra_args(false)
       ->default_str("");
-  cmd->add_option("--peers-dir", a.peers_dir, "Folder of the peer harnesses (default: scripts/peers beside the program)")
+  cmd->add_option("--peers-dir", a.peers_dir, "Folder of the peer harnesses (default: scripts/peers beside the program, else in the current folder)")
       ->default_str("");
   cmd->add_option("--python", a.python, "Python interpreter that runs the peer harnesses");
 }
@@ -69,13 +77,13 @@ std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
   std::vector<PeerHarness> out;
   if (!a.any()) return out;
   const bool dir_given = !a.peers_dir.empty();
-  const std::string dir = dir_given ? a.peers_dir : default_peers_dir();
+  const std::vector<std::string> dirs = dir_given ? std::vector<std::string>{a.peers_dir} : default_peers_dirs();
   std::set<std::string> seen;
   for (const auto& name : split_names(a.peers)) {
     if (std::find(kKnownPeers.begin(), kKnownPeers.end(), name) == kKnownPeers.end())
       throw input_error(fmt::format("--peers: unknown peer '{}'; the known peers are {}", name, fmt::join(kKnownPeers, ", ")));
     if (!seen.insert(name).second) continue;
-    out.push_back({name, script_in(dir, name + "_peer.py", dir_given), {}, name + "/harness"});
+    out.push_back({name, script_in(dirs, name + "_peer.py", dir_given), {}, name + "/harness"});
   }
   if (!a.peers.empty() && out.empty()) throw input_error("--peers: no peer named; give e.g. --peers fla,flashinfer");
   for (const auto& spec : a.kernels) {
@@ -83,7 +91,7 @@ std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
     if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size() || spec.find(':', colon + 1) != std::string::npos)
       throw input_error(fmt::format("--kernel '{}': expected MODULE:FUNCTION, e.g. --kernel mykernels:gdn_decode", spec));
     if (!seen.insert("kernel " + spec).second) continue;
-    out.push_back({"kernel " + spec, script_in(dir, kKernelHarness, dir_given), {"--kernel", spec},
+    out.push_back({"kernel " + spec, script_in(dirs, kKernelHarness, dir_given), {"--kernel", spec},
                    "python:" + spec + "/harness", true});
   }
   return out;

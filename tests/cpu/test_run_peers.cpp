@@ -162,6 +162,27 @@ TEST_F(RunPeers, UnknownPeerIsExitThreeNamingTheKnownOnes) {
   EXPECT_TRUE(contains(d.out, "fla_peer.py")) << d.out;
 }
 
+// A packed binary (no scripts/peers beside it) run from a folder that holds scripts/peers finds the
+// harnesses there; run from elsewhere it is exit 3, naming both places it looked.
+TEST_F(RunPeers, APackedBinaryFindsTheHarnessesInTheCurrentFolder) {
+  const fs::path packed = tmp("packed/bin/gdnbench");
+  fs::create_directories(packed.parent_path());
+  fs::copy_file(GDN_BINARY, packed, fs::copy_options::overwrite_existing);
+  const fs::path repo = tmp("repo");
+  fs::create_directories(repo / "scripts");
+  std::error_code ec;
+  fs::create_directory_symlink(kFakes, repo / "scripts" / "peers", ec);
+  const auto out = tmp("packed.json");
+  const std::string args = " run --config " + kTiny + " --op decode --variant '*cpu' --peers fla --json " + out + kQuick;
+  const auto r = gdn::test::run_shell("cd " + repo.string() + " && " + packed.string() + args + " 2>&1");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(of_variant(gdn::load_report(out), "fla/fake").empty()) << r.out;
+  const auto away = gdn::test::run_shell("cd " + tmp("") + " && " + packed.string() + args + " 2>&1");
+  EXPECT_EQ(away.code, 3) << away.out;
+  EXPECT_TRUE(contains(away.out, (packed.parent_path().parent_path() / "scripts" / "peers").string())) << away.out;
+  EXPECT_TRUE(contains(away.out, "the current folder")) << away.out;
+}
+
 TEST_F(RunPeers, MissingInterpreterGivesSkipsAndTheRunGoesOn) {
   const auto out = tmp("nopython.json");
   const auto r = run("run --config " + kTiny + " --op decode --peers fla --python /nonexistent/python3 --peers-dir " +
