@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "core/registry.h"
-#include "core/state_format.h"
 #include "prefill/op.h"
 #include "prefill/sm90/launch.h"
 #include "prefill/sm90/plan.h"
@@ -31,7 +30,6 @@ int sm_count_or_default(int sms) { return sms > 0 ? sms : sm90::kDefaultSmCount;
 sm90::Plan plan_of(const Shape& s, int sms) { return sm90::plan_for(sm90::Batch::of(s), sms, s.plan); }
 
 std::string supports(const Shape& s) {
-  if (auto why = unsupported_8bit_state(s); !why.empty()) return why;
   if (auto why = sm90::unsupported_reason(s); !why.empty()) return why;
   try {
     return sm90::unrunnable_reason(sm90::Batch::of(s), plan_of(s, sm_count_or_default(device_sm_count())));
@@ -41,7 +39,8 @@ std::string supports(const Shape& s) {
 }
 
 void launch(const Shape& s, const TensorSet& t, const LaunchContext& ctx) {
-  sm90::launch(prefill::make_args(s, t, nullptr), plan_of(s, sm_count_or_default(ctx.sm_count)), ctx.stream);
+  sm90::launch(prefill::make_args(s, t, nullptr), plan_of(s, sm_count_or_default(ctx.sm_count)), ctx.stream,
+               t.ptr<float>("pool_scale"));  // 8-bit pools only (not part of prefill::Args)
 }
 
 std::string plan(const Shape& s) {
@@ -61,8 +60,8 @@ Variant make_variant() {
       "schedules: two_pass prepares every chunk in a kernel of its own (A_g, P_g into a workspace), then scans the state "
       "through the chunks, splitting few heads over long sequences into segments scanned in parallel (context "
       "parallelism: each segment's exact start state from a K x K transition map, with a decay-driven warm-up); fused "
-      "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index, with checkpoints on "
-      "every schedule; K = V = 128, bf16/f16 inputs";
+      "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index (f32, bf16; fp8e4m3 and int8 with a "
+      "scale per row on two_pass without context parallelism), with checkpoints on every schedule; K = V = 128, bf16/f16 inputs";
   v.supports = supports;
   v.launch = launch;
   v.plan = plan;

@@ -247,9 +247,30 @@ TEST(Prefill8bit, RefusalsNameTheirReason) {
   kv.layout = Layout::kv;
   EXPECT_NE(op_def(kv.op).validate(kv).find("layout vk"), std::string::npos) << op_def(kv.op).validate(kv);
   const Shape ok = pooled_8bit(DType::fp8e4m3, {128}, 64);
-  for (const char* name : {"prefill/cuda_recurrent", "prefill/sm75_legacy", "prefill/sm90"})
+  for (const char* name : {"prefill/cuda_recurrent", "prefill/sm75_legacy"})
     if (const Variant* v = Registry::instance().find(name))
       EXPECT_NE(v->supports(ok).find("fp8e4m3 state pools"), std::string::npos) << name << ": " << v->supports(ok);
+}
+
+// prefill/sm90 takes 8-bit pools on the two-pass scan without context parallelism: its default
+// plan is that, and a spec naming the fused schedule or a split is refused with the reason.
+TEST(Prefill8bit, Sm90RunsTheTwoPassScanOnly) {
+  const Variant* v = Registry::instance().find("prefill/sm90");
+  if (v == nullptr) GTEST_SKIP() << "prefill/sm90 is not built";
+  for (DType d : {DType::fp8e4m3, DType::i8}) {
+    Shape s = pooled_8bit(d, {4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 1024, 128, 128, 32);
+    s.h_qk = 16;  // GVA 2 over 8 x 4096: the f32 pool's default there is the fused schedule
+    EXPECT_EQ(v->supports(s), "") << to_string(d);
+    EXPECT_NE(v->plan(s).find("two_pass"), std::string::npos) << v->plan(s);
+    Shape one = pooled_8bit(d, {65536}, 0, 128, 128, 2);  // the f32 pool's default splits it
+    EXPECT_EQ(v->supports(one), "");
+    EXPECT_EQ(v->plan(one).find("context parallel"), std::string::npos) << v->plan(one);
+    for (const char* plan : {"schedule=fused", "cp=2"}) {
+      s.plan = plan;
+      EXPECT_NE(v->supports(s).find("8-bit state pools run schedule=two_pass with cp=off"), std::string::npos)
+          << plan << ": " << v->supports(s);
+    }
+  }
 }
 
 // The real binary: prefill/cpu verifies an 8-bit pool with checkpoints (exit 0); the dense form

@@ -33,19 +33,26 @@ TEST(Sm90Resources, NoKernelSpillsOrSerializesItsWgmma) {
 }
 
 // Checkpoints (docs/method.md 2.4) are kernels of their own (kCkpt), so the scan and the fused kernel
-// without them keep their code: both twins are built, and the checks above cover both.
+// without them keep their code: both twins are built, and the checks above cover both. The 8-bit
+// pool scans (Q, pool_8bit.cuh) are kernels of their own too, each with the checkpoint cursor.
 TEST(Sm90Resources, CheckpointKernelsAreTwinsOfThePlainOnes) {
-  int plain = 0, with = 0;
+  int plain = 0, with = 0, q8 = 0;
   for (const auto& u : test::read_report(kReport)) {
     const auto [name, args] = test::split_template(u.name);
     if (name != "prefill_sm90_scan_kernel" && name != "prefill_sm90_fused_kernel") continue;
-    // scan<In, BV, kOut, kCkpt>, fused<In, kCkpt>: kCkpt is the last argument.
-    const bool checkpoints = args.size() == (name == "prefill_sm90_scan_kernel" ? 4u : 2u) &&
-                             args.back().find("true") != std::string::npos;
+    const bool scan = name == "prefill_sm90_scan_kernel";
+    // scan<In, BV, kOut, kCkpt, Q>, fused<In, kCkpt>: Q is a format or void.
+    if (scan && args.size() == 5u && args.back().find("Format") != std::string::npos) {
+      EXPECT_NE(args[3].find("true"), std::string::npos) << u.name;
+      ++q8;
+      continue;
+    }
+    const bool checkpoints = args.size() >= (scan ? 4u : 2u) && args[scan ? 3 : 1].find("true") != std::string::npos;
     ++(checkpoints ? with : plain);
   }
   EXPECT_EQ(with, 8) << "scan at block_v 32, 64, 128 and fused, for bf16 and f16";
   EXPECT_EQ(plain, 12);
+  EXPECT_EQ(q8, 12) << "scan at block_v 32, 64, 128 for fp8e4m3 and int8, bf16 and f16";
 }
 
 TEST(Sm90Resources, ReportParserMarksSerializedWgmma) {

@@ -26,9 +26,9 @@ struct CheckpointCursor {
     return cur;
   }
 
-  // Where the state after chunk c of sequence n (value head h, len tokens) goes: its checkpoint's
-  // slot, or null when (c + 1) * 64 is no checkpoint or its entry is -1.
-  __device__ __forceinline__ prefill::StateRef after_chunk(const prefill::Args& a, int64_t n, int h, int c, int64_t len) {
+  // The checkpoint the state after chunk c of sequence n (len tokens) is: its index j, or -1 when
+  // (c + 1) * 64 is none.
+  __device__ __forceinline__ int64_t index_after(const prefill::Args& a, int64_t n, int c, int64_t len) {
     const int64_t p = int64_t(c + 1) * kChunk;
     int64_t j = -1;
     if (p <= len) {
@@ -39,6 +39,13 @@ struct CheckpointCursor {
         j = next++;
       }
     }
+    return j;
+  }
+
+  // Where the state after chunk c of sequence n (value head h, len tokens) goes: its checkpoint's
+  // slot, or null when (c + 1) * 64 is no checkpoint or its entry is -1.
+  __device__ __forceinline__ prefill::StateRef after_chunk(const prefill::Args& a, int64_t n, int h, int c, int64_t len) {
+    const int64_t j = index_after(a, n, c, len);
     if (j < 0) return prefill::StateRef{nullptr, false, a.layout == Layout::vk, a.K, a.V};
     return prefill::checkpoint_state(a, n, h, j);
   }

@@ -6,10 +6,12 @@
 
 #include <cstdint>
 #include <fmt/format.h>
+#include <type_traits>
 #include <utility>
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
+#include "core/state_quant.h"
 #include "prefill/sm90/fixup_kernel.cuh"
 #include "prefill/sm90/fused_kernel.cuh"
 #include "prefill/sm90/launch.h"
@@ -45,29 +47,31 @@ void launch_after(bool pdl, void (*kernel)(Params...), int64_t ctas, int threads
 }
 
 // The scan (kOut) or the transition pass at block_v BV; the scan with checkpoints (kCkpt) is a
-// kernel of its own, so the one without keeps its code.
-template <class In, int BV, bool kOut>
+// kernel of its own, so the one without keeps its code. Q: an 8-bit pool's format (the scan only,
+// one kernel per format, with the checkpoint cursor whether or not J > 0), pool_scale its scales.
+template <class In, int BV, bool kOut, class Q = void>
 void launch_scan(const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong, bool pdl,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, float* pool_scale) {
   auto scan = prefill_sm90_scan_kernel<In, BV, kOut>;
-  if constexpr (kOut)
+  if constexpr (!std::is_void_v<Q>) scan = prefill_sm90_scan_kernel<In, BV, true, true, Q>;
+  else if constexpr (kOut)
     if (a.J > 0) scan = prefill_sm90_scan_kernel<In, BV, kOut, true>;
   const int smem = SmemLayout(BV, kScanKernel).bytes, v_blocks = (kOut ? 1 : 2) * kHeadDim / BV;
   set_smem(scan, smem);
   const int64_t ctas = int64_t(v_blocks) * a.HV * slots;
   if (ctas > int64_t(INT32_MAX))
     throw runtime_error(fmt::format("prefill/sm90: {} scan CTAs do not fit one grid (a shorter cp segment?)", ctas));
-  launch_after(pdl, scan, ctas, warps_for(BV) * 32, smem, stream, a, v_blocks, ws, cp, pingpong);
+  launch_after(pdl, scan, ctas, warps_for(BV) * 32, smem, stream, a, v_blocks, ws, cp, pingpong, pool_scale);
 }
 
 // The scan at block_v 32, 64 or 128; the transition pass at cp_block_v 32 or 64.
-template <class In, bool kOut>
+template <class In, bool kOut, class Q = void>
 void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const uint8_t* ws, const CpArgs& cp, bool pingpong,
-                    bool pdl, cudaStream_t stream) {
-  if (block_v == 32) return launch_scan<In, 32, kOut>(a, slots, ws, cp, false, pdl, stream);
-  if (block_v == 64) return launch_scan<In, 64, kOut>(a, slots, ws, cp, false, pdl, stream);
+                    bool pdl, cudaStream_t stream, float* pool_scale = nullptr) {
+  if (block_v == 32) return launch_scan<In, 32, kOut, Q>(a, slots, ws, cp, false, pdl, stream, pool_scale);
+  if (block_v == 64) return launch_scan<In, 64, kOut, Q>(a, slots, ws, cp, false, pdl, stream, pool_scale);
   if constexpr (kOut) {
-    if (block_v == 128) return launch_scan<In, 128, kOut>(a, slots, ws, cp, pingpong, pdl, stream);
+    if (block_v == 128) return launch_scan<In, 128, kOut, Q>(a, slots, ws, cp, pingpong, pdl, stream, pool_scale);
   }
   throw runtime_error(fmt::format("prefill/sm90: no {} at block_v {}", kOut ? "scan" : "transition pass", block_v));
 }
@@ -76,8 +80,11 @@ void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const ui
 // order). With context parallelism (segments.h) the transition pass and the fixup run between the
 // two. The preparation waits for whatever the stream ran before; with Plan::pdl the kernels after
 // it are programmatic dependents, each waiting for the one before (cudaGridDependencySynchronize).
-template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+// Q: an 8-bit pool's format (no context parallelism), pool_scale its row scales.
+template <class In, class Q = void>
+void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream, float* pool_scale = nullptr) {
   const int L = p.seg_chunks;
+  if (!std::is_void_v<Q> && L > 0) throw runtime_error("prefill/sm90: 8-bit state pools run without context parallelism");
   const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
   const int64_t seg_bytes = segment_buffer_bytes(a.T, a.N, a.HV, L);
   uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(a.T, a.N, a.HV, L), stream);
@@ -101,7 +108,7 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
     set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
     launch_after(p.pdl, prefill_sm90_fixup_kernel, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp);
   }
-  launch_scan_at<In, true>(p.block_v, a, slots, ws, cp, p.pingpong_at(p.block_v), p.pdl, stream);
+  launch_scan_at<In, true, Q>(p.block_v, a, slots, ws, cp, p.pingpong_at(p.block_v), p.pdl, stream, pool_scale);
 }
 
 // The fused schedule: one kernel, one CTA per (value head, sequence); no workspace.
@@ -117,7 +124,12 @@ template <class In> void launch_fused(const prefill::Args& a, const Plan& p, cud
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <class In> void launch_schedule(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
+template <class In> void launch_schedule(const prefill::Args& a, const Plan& p, cudaStream_t stream, float* pool_scale) {
+  if (quant::is_8bit(a.state_dtype)) {
+    if (p.schedule == Schedule::fused) throw runtime_error("prefill/sm90: 8-bit state pools run the two_pass schedule");
+    if (a.state_dtype == DType::fp8e4m3) return launch_two_pass<In, Fp8Format>(a, p, stream, pool_scale);
+    return launch_two_pass<In, Int8Format>(a, p, stream, pool_scale);
+  }
   if (p.schedule == Schedule::fused) {
     if (p.block_v != kFusedBlockV) throw runtime_error(fmt::format("prefill/sm90: no fused kernel at block_v {}", p.block_v));
     return launch_fused<In>(a, p, stream);
@@ -127,12 +139,12 @@ template <class In> void launch_schedule(const prefill::Args& a, const Plan& p, 
 
 }  // namespace
 
-void launch(const prefill::Args& a, const Plan& p, void* stream) {
+void launch(const prefill::Args& a, const Plan& p, void* stream, float* pool_scale) {
   if (a.K != kHeadDim || a.V != kHeadDim || a.N < 1 || a.HV % a.H != 0)
     throw runtime_error(fmt::format("prefill/sm90: unsupported call (K {}, V {}, N {}, H {}, HV {})", a.K, a.V, a.N, a.H, a.HV));
   const auto s = static_cast<cudaStream_t>(stream);
-  if (a.input_dtype == DType::f16) launch_schedule<__half>(a, p, s);
-  else launch_schedule<__nv_bfloat16>(a, p, s);
+  if (a.input_dtype == DType::f16) launch_schedule<__half>(a, p, s, pool_scale);
+  else launch_schedule<__nv_bfloat16>(a, p, s, pool_scale);
 }
 
 }  // namespace gdn::sm90

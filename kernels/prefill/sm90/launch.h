@@ -10,6 +10,7 @@ namespace gdn::sm90 {
 // schedule's kernels and a workspace that grows outside a capture (workspace_buffer.h); no host
 // synchronisation and no device-to-host read, so a CUDA graph can capture it. Throws
 // gdn::runtime_error when the launch fails or the call is outside what supports() accepts.
-void launch(const prefill::Args& a, const Plan& p, void* stream);
+// pool_scale: an 8-bit pool's row scales (tensor pool_scale; null for f32 and bf16 pools).
+void launch(const prefill::Args& a, const Plan& p, void* stream, float* pool_scale = nullptr);
 
 }  // namespace gdn::sm90
