@@ -61,7 +61,7 @@ Variant make_variant() {
       "through the chunks, splitting few heads over long sequences into segments scanned in parallel (context "
       "parallelism: each segment's exact start state from a K x K transition map, with a decay-driven warm-up); fused "
       "prepares each chunk one ahead inside the scan's CTA; dense h0/ht or a state pool by index (f32, bf16; fp8e4m3 and int8 with a "
-      "scale per row on two_pass without context parallelism), with checkpoints on every schedule; K = V = 128, bf16/f16 inputs";
+      "scale per row on two_pass), with checkpoints on every schedule; K = V = 128, bf16/f16 inputs";
   v.supports = supports;
   v.launch = launch;
   v.plan = plan;

@@ -1,12 +1,11 @@
-// prefill/sm90 on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md; pool_8bit.cuh): the two-pass
-// scan at each block_v against the quantised fp64 reference (the start state read from the slot as
-// code x scale, the final state and every checkpoint written with a new scale per row), over GVA 1,
-// 2 and 4, ragged lengths with empty and one-token sequences, -1 padding rows, checkpoints every
-// 64, every 256 and explicit lists, the raw gate, int32 indices and slots past 2^31 bytes; every
-// slot no sequence or checkpoint names keeps its codes and scales bit for bit; 1000 launches give
-// the same bits; a CUDA-graph capture replays to a direct launch's bits. The routing (no fused
-// schedule, no context parallelism) is checked on the CPU (test_prefill_8bit.cpp). Skips without
-// a Hopper GPU.
+// prefill/sm90 on 8-bit pools (fp8e4m3, int8: docs/state-8bit.md; pool_8bit.cuh): the two-pass scan at each
+// block_v, unsplit and context-parallel, against the quantised fp64 reference (the start state read from the
+// slot as code x scale, the final state and every checkpoint written with a new scale per row), over GVA 1, 2
+// and 4, ragged lengths with empty and one-token sequences, -1 padding rows, checkpoints every 64, every 256 and
+// explicit lists, the raw gate, int32 indices and slots past 2^31 bytes; every slot no sequence or checkpoint
+// names keeps its codes and scales bit for bit; 1000 launches give the same bits; a CUDA-graph capture replays
+// to a direct launch's bits. The routing (never the fused schedule) is checked on the CPU
+// (test_prefill_8bit.cpp). Skips without a Hopper GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -29,7 +28,10 @@ namespace {
 
 constexpr uint64_t kSeed = 4580;
 
-const char* const kPlans[] = {"", "block_v=32", "block_v=64", "block_v=128"};
+// Every scan form an 8-bit pool's plan reaches: unsplit at each block_v, and context-parallel splits (the fixup
+// widening the slot) on mma.sync and wgmma transition passes.
+const char* const kPlans[] = {"",     "cp=off,block_v=32",  "cp=off,block_v=64", "cp=off,block_v=128",
+                              "cp=2", "cp=1,cp_block_v=32", "cp=2,block_v=128"};
 
 Shape pooled(std::vector<int64_t> lens, int h_qk, int h_v, DType state, IndexPattern ip, int64_t every,
              std::vector<std::vector<int64_t>> at = {}) {
@@ -51,7 +53,8 @@ std::vector<Shape> shapes(DType d) {
       pooled({1, 200, 0, 129, 640}, 2, 4, d, IndexPattern::random, 64),
       // GVA 4, explicit lists, int32 indices, the raw gate.
       [&] {
-        Shape s = pooled({700, 0, 129, 64, 300}, 2, 8, d, IndexPattern::padded, 0, {{64, 128, 192, 640}, {}, {128}, {64}, {64, 256}});
+        Shape s = pooled({700, 0, 129, 64, 300}, 2, 8, d, IndexPattern::padded, 0,
+                         {{64, 128, 192, 640}, {}, {128}, {64}, {64, 256}});
         s.index_dtype = DType::i32, s.gate = GateForm::raw;
         return s;
       }(),
@@ -153,55 +156,59 @@ TEST_F(Sm90Prefill8bit, ThousandLaunchesAreBitIdentical) {
   const Variant* v = variant();
   ASSERT_NE(v, nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
-  for (DType d : {DType::fp8e4m3, DType::i8}) {
-    Shape s = pooled({777, 64, 1, 250}, 4, 16, d, IndexPattern::padded, 64);
-    s.plan = "block_v=64";
-    SCOPED_TRACE(to_string(d));
-    Problem p(s, *backend_, kSeed);
-    run_once(*v, s, p);
-    const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-    ASSERT_TRUE(r.pass) << test::describe(r);
-    const Bytes pool = bytes_of(p.results().at("pool")), scales = bytes_of(p.results().at("pool_scale")),
-                o = bytes_of(p.results().at("o"));
-    for (int i = 0; i < 1000; ++i) {
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (const char* plan : {"cp=off,block_v=64", "cp=2,block_v=128"}) {
+      Shape s = pooled({777, 64, 1, 250}, 4, 16, d, IndexPattern::padded, 64);
+      s.plan = plan;
+      SCOPED_TRACE(std::string(to_string(d)) + " plan '" + plan + "'");
+      Problem p(s, *backend_, kSeed);
       run_once(*v, s, p);
-      ASSERT_TRUE(bytes_of(p.results().at("pool")) == pool) << "pool, launch " << i;
-      ASSERT_TRUE(bytes_of(p.results().at("pool_scale")) == scales) << "pool_scale, launch " << i;
-      ASSERT_TRUE(bytes_of(p.results().at("o")) == o) << "o, launch " << i;
+      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+      ASSERT_TRUE(r.pass) << test::describe(r);
+      const Bytes pool = bytes_of(p.results().at("pool")), scales = bytes_of(p.results().at("pool_scale")),
+                  o = bytes_of(p.results().at("o"));
+      for (int i = 0; i < 1000; ++i) {
+        run_once(*v, s, p);
+        ASSERT_TRUE(bytes_of(p.results().at("pool")) == pool) << "pool, launch " << i;
+        ASSERT_TRUE(bytes_of(p.results().at("pool_scale")) == scales) << "pool_scale, launch " << i;
+        ASSERT_TRUE(bytes_of(p.results().at("o")) == o) << "o, launch " << i;
+      }
     }
-  }
 }
 
 TEST_F(Sm90Prefill8bit, CapturedInAGraphAndReplayed) {
   const Variant* v = variant();
   ASSERT_NE(v, nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
-  for (DType d : {DType::fp8e4m3, DType::i8}) {
-    SCOPED_TRACE(to_string(d));
-    const Shape s = shapes(d)[2];
-    Problem p(s, *backend_, kSeed);
-    run_once(*v, s, p);
-    const Bytes pool = bytes_of(p.results().at("pool")), scales = bytes_of(p.results().at("pool_scale"));
-    test::replay_in_graph(*v, s, p, *backend_, 2, [&](int replay) {
-      EXPECT_TRUE(bytes_of(p.results().at("pool")) == pool) << "pool, replay " << replay;
-      EXPECT_TRUE(bytes_of(p.results().at("pool_scale")) == scales) << "pool_scale, replay " << replay;
-    });
-    const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
-    EXPECT_TRUE(r.pass) << test::describe(r);
-  }
+  for (DType d : {DType::fp8e4m3, DType::i8})
+    for (const char* plan : {"cp=off", "cp=1"}) {
+      SCOPED_TRACE(std::string(to_string(d)) + " plan '" + plan + "'");
+      Shape s = shapes(d)[2];
+      s.plan = plan;
+      Problem p(s, *backend_, kSeed);
+      run_once(*v, s, p);
+      const Bytes pool = bytes_of(p.results().at("pool")), scales = bytes_of(p.results().at("pool_scale"));
+      test::replay_in_graph(*v, s, p, *backend_, 2, [&](int replay) {
+        EXPECT_TRUE(bytes_of(p.results().at("pool")) == pool) << "pool, replay " << replay;
+        EXPECT_TRUE(bytes_of(p.results().at("pool_scale")) == scales) << "pool_scale, replay " << replay;
+      });
+      const Verification r = check_outputs(p, effective_tolerances(s, v->tolerances), {}, 0);
+      EXPECT_TRUE(r.pass) << test::describe(r);
+    }
 }
 
-// Slots past 2^31 bytes: 4200 slots of 32 heads x 128 x 128 codes are 2.2e9 bytes, and the `high`
-// pattern puts the sequences and their checkpoints in the top slots.
+// Slots past 2^31 bytes: 4200 slots of 32 heads x 128 x 128 codes are 2.2e9 bytes, and the `high` pattern puts
+// the sequences and their checkpoints in the top slots.
 TEST_F(Sm90Prefill8bit, SlotsPast2To31Bytes) {
   const Variant* v = variant();
   ASSERT_NE(v, nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
-  for (DType d : {DType::fp8e4m3, DType::i8}) {
+  // fp8 unsplit, int8 split (the fixup's slot read): each 2.2 GB pool generated once.
+  for (const auto& [d, plan] : {std::pair{DType::fp8e4m3, "cp=off"}, std::pair{DType::i8, "cp=1"}}) {
     Shape s = pooled({300, 130}, 16, 32, d, IndexPattern::high, 64);
-    s.pool = 4200;
+    s.pool = 4200, s.plan = plan;
     ASSERT_GT(s.pool * s.h_v * s.dk * s.dv, int64_t(1) << 31);
-    SCOPED_TRACE(to_string(d));
+    SCOPED_TRACE(std::string(to_string(d)) + " plan '" + plan + "'");
     const Verification r = verify_variant(*v, s, *backend_, kSeed);
     EXPECT_TRUE(r.pass) << test::describe(r);
   }

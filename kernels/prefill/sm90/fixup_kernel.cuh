@@ -11,10 +11,12 @@
 #include <cuda_pipeline.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/ptx/cp_async.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/pool_8bit.cuh"
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/states.cuh"
 
@@ -32,7 +34,11 @@ constexpr int kFixupOutPerThread = kFixupNFloats / kFixupThreads;
 constexpr int kFixupSmemBytes = (2 * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4;
 static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, float4 of M per four k");
 
-__global__ void __launch_bounds__(kFixupThreads, 1) prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp) {
+// Q: an 8-bit pool's format (pool_8bit.cuh; void for f32 / bf16), pool_scale its row scales: the
+// sequence's slot is widened as code x scale, as the unsplit scan widens it.
+template <class Q = void>
+__global__ void __launch_bounds__(kFixupThreads, 1)
+    prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp, const float* pool_scale) {
   extern __shared__ __align__(16) float fsm[];
   float* const S = fsm + 2 * kFixupMFloats + 2 * kFixupNFloats;  // [K][kFixupCols], the current start state
   float* const part = S + kFixupNFloats;                         // [slice][K][kFixupCols], the slices' sums
@@ -71,9 +77,13 @@ __global__ void __launch_bounds__(kFixupThreads, 1) prefill_sm90_fixup_kernel(co
 
   {
     const StateRef init = initial_state(a, n, h), out = buffer_state(cp.start, slot0, h, a.HV);
+    [[maybe_unused]] Slot8 init8;
+    if constexpr (!std::is_void_v<Q>) init8 = own_slot_8bit(a, const_cast<float*>(pool_scale), n, h);
     for (int e = tid; e < kFixupNFloats; e += kFixupThreads) {
       const int d = e / kFixupCols, c = e % kFixupCols;
-      const float x = init.read(d, col0 + c);
+      float x;
+      if constexpr (std::is_void_v<Q>) x = init.read(d, col0 + c);
+      else x = read_8bit<Q>(init8, d, col0 + c);
       S[e] = x;
       out.write(d, col0 + c, x);
     }

@@ -80,11 +80,10 @@ void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const ui
 // order). With context parallelism (segments.h) the transition pass and the fixup run between the
 // two. The preparation waits for whatever the stream ran before; with Plan::pdl the kernels after
 // it are programmatic dependents, each waiting for the one before (cudaGridDependencySynchronize).
-// Q: an 8-bit pool's format (no context parallelism), pool_scale its row scales.
+// Q: an 8-bit pool's format (the fixup and the scan read and write it), pool_scale its row scales.
 template <class In, class Q = void>
 void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream, float* pool_scale = nullptr) {
   const int L = p.seg_chunks;
-  if (!std::is_void_v<Q> && L > 0) throw runtime_error("prefill/sm90: 8-bit state pools run without context parallelism");
   const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
   const int64_t seg_bytes = segment_buffer_bytes(a.T, a.N, a.HV, L);
   uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(a.T, a.N, a.HV, L), stream);
@@ -105,8 +104,10 @@ void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream,
   const int64_t slots = segment_count(a.T, a.N, L);
   if (L > 0) {
     launch_scan_at<In, false>(p.cp_block_v, a, slots, ws, cp, false, p.pdl, stream);
-    set_smem(prefill_sm90_fixup_kernel, kFixupSmemBytes);
-    launch_after(p.pdl, prefill_sm90_fixup_kernel, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp);
+    const auto fixup = prefill_sm90_fixup_kernel<Q>;
+    set_smem(fixup, kFixupSmemBytes);
+    launch_after(p.pdl, fixup, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp,
+                 static_cast<const float*>(pool_scale));
   }
   launch_scan_at<In, true, Q>(p.block_v, a, slots, ws, cp, p.pingpong_at(p.block_v), p.pdl, stream, pool_scale);
 }

@@ -134,15 +134,15 @@ bool fused_wins(const Batch& b, const Plan& two_pass, int sm_count) {
 }
 
 Plan choose(const Batch& b, int sm_count) {
-  if (b.state_8bit) return choose(b, sm_count, Schedule::two_pass);
   const Plan two_pass = choose_context_parallel(b, choose(b, sm_count, Schedule::two_pass), sm_count);
+  if (b.state_8bit) return two_pass;
   return fused_wins(b, two_pass, sm_count) ? choose(b, sm_count, Schedule::fused) : two_pass;
 }
 
 std::string unrunnable_reason(const Batch& b, const Plan& p) {
   constexpr int64_t kMaxGrid = (int64_t(1) << 31) - 1;
-  if (b.state_8bit && (p.schedule == Schedule::fused || p.seg_chunks > 0))
-    return "8-bit state pools run schedule=two_pass with cp=off only (the fixup and the fused kernel read f32 / bf16 states)";
+  if (b.state_8bit && p.schedule == Schedule::fused)
+    return "8-bit state pools run schedule=two_pass only (the fused kernel reads and writes f32 / bf16 states)";
   const int64_t ctas = p.ctas(b);
   const int64_t transition = p.schedule == Schedule::two_pass && p.seg_chunks > 0
                                  ? int64_t(2 * kHeadDim / p.cp_block_v) * b.HV * segment_count(b.tokens, b.sequences, p.seg_chunks)
@@ -303,7 +303,7 @@ Plan plan_for(const Batch& b, int sm_count, std::string_view spec) {
   } else if (s.schedule == int(Schedule::two_pass) || names_two_pass_knob(s)) {
     // cp=off keeps the unsplit block_v; otherwise the default's split rule.
     p = choose(b, sm_count, Schedule::two_pass);
-    if (s.seg_chunks != 0 && !b.state_8bit) p = choose_context_parallel(b, p, sm_count);
+    if (s.seg_chunks != 0) p = choose_context_parallel(b, p, sm_count);
   } else {
     p = choose(b, sm_count);
   }

@@ -26,8 +26,8 @@ struct Batch {
   int HV = 0, K = 0, V = 0;
   int H = 0;  // q/k heads
   std::vector<int64_t> lens;  // tokens per sequence (the context-parallel plan and its cost model)
-  // An 8-bit state pool (pool_8bit.cuh): only the two-pass scan reads and writes one, so its plans
-  // are two_pass without context parallelism (the fixup and the fused kernel read f32 / bf16).
+  // An 8-bit state pool (pool_8bit.cuh): the two-pass scan and the fixup read and write one, the
+  // fused kernel does not, so its plans are two_pass (context parallel where the rule splits).
   bool state_8bit = false;
   static Batch of(const Shape& s);
   int64_t max_len() const;

@@ -62,6 +62,12 @@ __device__ __forceinline__ Slot8 checkpoint_slot_8bit(const prefill::Args& a, fl
   return slot_8bit(a, pool_scale, slot_at(a.checkpoint_indices, a.index_dtype, n * a.J + j), h);
 }
 
+// Head dim d of value row v of slot r (0 for a null slot): the fixup's read of a sequence's start.
+template <class Q> __device__ __forceinline__ float read_8bit(const Slot8& r, int d, int v) {
+  if (r.codes == nullptr) return 0.f;
+  return __fmul_rn(Q::value(r.codes[int64_t(v) * kHeadDim + d]), r.scales[v]);
+}
+
 // A state warp's 16 columns (col: the lane's first value column in the head) from slot r.
 template <class Q> __device__ __forceinline__ void load_8bit(float (&s)[kHeadDim / 8][4], int lane, int col, const Slot8& r) {
   const int g = lane >> 2, t = lane & 3;

@@ -108,8 +108,9 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 // warp runs mma.sync (state_warp.cuh). pingpong: block_v 128's two state warpgroups issue their
 // products in turn (state_warpgroup.cuh). kCkpt: the state warps also store the state after each
 // checkpoint's chunk (checkpoints.cuh). Q: an 8-bit pool's format (pool_8bit.cuh; void for f32 and
-// bf16 pools), its row scales the trailing pool_scale: the start state, the checkpoints and the
-// final state as codes with a scale per row (the scan only, without context parallelism).
+// bf16 pools), its row scales the trailing pool_scale: the start state (unsplit; a split's segments
+// start from the fixup's fp32 buffer), the checkpoints and the final state as codes with a scale
+// per row.
 template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void>
 __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     prefill_sm90_scan_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong,
@@ -117,7 +118,7 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
   static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
   static_assert(kOut || !kCkpt, "the transition pass saves no checkpoints");
   constexpr bool kQ8 = !std::is_void_v<Q>;
-  static_assert(kOut || !kQ8, "8-bit pools run without context parallelism");
+  static_assert(kOut || !kQ8, "the transition pass reads no pool");
   constexpr bool kWg = BV >= 64;
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
@@ -171,8 +172,9 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     if constexpr (kTurns) st.begin_turns(pingpong ? warp / 4 : -1);
     if (m_cols) st.load_identity(col0);
     else if (!kOut) st.load(StateRef{}, 0);
-    else if constexpr (kQ8) load_8bit<Q>(st.s, st.lane, col0 + st.lc, own_slot_8bit(a, pool_scale, w.n, w.h));
-    else st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
+    else if constexpr (!kQ8) st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
+    else if (cp.seg_chunks > 0) st.load(buffer_state(cp.start, w.slot, w.h, a.HV), col0);
+    else load_8bit<Q>(st.s, st.lane, col0 + st.lc, own_slot_8bit(a, pool_scale, w.n, w.h));
     [[maybe_unused]] CheckpointCursor checkpoints;
     if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
@@ -186,7 +188,7 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
       else if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
     }
     if constexpr (kTurns) st.end_turns();
-    if constexpr (kQ8) store_8bit<Q>(st.s, st.lane, col0 + st.lc, own_slot_8bit(a, pool_scale, w.n, w.h));
+    if constexpr (kQ8) store_8bit<Q>(st.s, st.lane, col0 + st.lc, w.last_segment() ? own_slot_8bit(a, pool_scale, w.n, w.h) : Slot8{});
     else if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);
     else st.store(buffer_state(m_cols ? cp.m : cp.n, w.slot, w.h, a.HV), col0);
   } else {
