@@ -128,6 +128,7 @@ template <class In> void launch_fused(const prefill::Args& a, const Plan& p, cud
 template <class In> void launch_schedule(const prefill::Args& a, const Plan& p, cudaStream_t stream, float* pool_scale) {
   if (quant::is_8bit(a.state_dtype)) {
     if (p.schedule == Schedule::fused) throw runtime_error("prefill/sm90: 8-bit state pools run the two_pass schedule");
+    if (pool_scale == nullptr) throw runtime_error("prefill/sm90: an 8-bit state pool needs its pool_scale tensor");
     if (a.state_dtype == DType::fp8e4m3) return launch_two_pass<In, Fp8Format>(a, p, stream, pool_scale);
     return launch_two_pass<In, Int8Format>(a, p, stream, pool_scale);
   }
