@@ -60,7 +60,8 @@ std::string script_in(const std::vector<std::string>& dirs, const std::string& f
 void add_peer_run_options(CLI::App* cmd, PeerRunArgs& a) {
   cmd->add_option("--peers", a.peers,
                   fmt::format("Also run these peers' Python harnesses on the same points and inputs, into the same "
-                              "report: a comma-separated list of {} (scripts/peers/README.md)",
+                              "report: a comma-separated list of {}, each as NAME or NAME:VARIANT+VARIANT for only "
+                              "those variants, e.g. fla:chunk (scripts/peers/README.md)",
                               fmt::join(kKnownPeers, ", ")))
       ->default_str("");
   cmd->add_option("--kernel", a.kernels,
@@ -79,11 +80,29 @@ std::vector<PeerHarness> resolve_harnesses(const PeerRunArgs& a) {
   const bool dir_given = !a.peers_dir.empty();
   const std::vector<std::string> dirs = dir_given ? std::vector<std::string>{a.peers_dir} : default_peers_dirs();
   std::set<std::string> seen;
-  for (const auto& name : split_names(a.peers)) {
+  for (const auto& entry : split_names(a.peers)) {
+    // NAME, or NAME:VARIANT+VARIANT to run only those of the peer's variants (FLA's recurrent
+    // kernel takes 50 ms a call on a 32k-token prefill: `fla:chunk` leaves it out).
+    const auto colon = entry.find(':');
+    const std::string name = entry.substr(0, colon);
     if (std::find(kKnownPeers.begin(), kKnownPeers.end(), name) == kKnownPeers.end())
       throw input_error(fmt::format("--peers: unknown peer '{}'; the known peers are {}", name, fmt::join(kKnownPeers, ", ")));
     if (!seen.insert(name).second) continue;
-    out.push_back({name, script_in(dirs, name + "_peer.py", dir_given), {}, name + "/harness"});
+    std::vector<std::string> args;
+    if (colon != std::string::npos) {
+      std::vector<std::string> variants;
+      std::size_t start = colon + 1;
+      while (start <= entry.size()) {
+        const std::size_t plus = std::min(entry.find('+', start), entry.size());
+        const std::string v = entry.substr(start, plus - start);
+        if (v.empty())
+          throw input_error(fmt::format("--peers '{}': an empty variant; give NAME:VARIANT+VARIANT, e.g. fla:chunk", entry));
+        variants.push_back(v.find('/') == std::string::npos ? name + "/" + v : v);
+        start = plus + 1;
+      }
+      args = {"--variants", fmt::format("{}", fmt::join(variants, ","))};
+    }
+    out.push_back({name, script_in(dirs, name + "_peer.py", dir_given), args, name + "/harness"});
   }
   if (!a.peers.empty() && out.empty()) throw input_error("--peers: no peer named; give e.g. --peers fla,flashinfer");
   for (const auto& spec : a.kernels) {

@@ -183,6 +183,21 @@ TEST_F(RunPeers, APackedBinaryFindsTheHarnessesInTheCurrentFolder) {
   EXPECT_TRUE(contains(away.out, "the current folder")) << away.out;
 }
 
+// --peers fla:chunk hands the harness --variants fla/chunk (the fake names its records after it);
+// an empty variant is exit 3.
+TEST_F(RunPeers, APeerCanBeLimitedToSomeOfItsVariants) {
+  const auto out = tmp("variants.json");
+  const auto r = run("run --config " + kTiny + " --op decode --variant '*cpu' --peers fla:chunk --peers-dir " + kFakes +
+                     " --json " + out + kQuick);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto rep = gdn::load_report(out);
+  EXPECT_FALSE(of_variant(rep, "fla/chunk").empty()) << r.out;
+  EXPECT_TRUE(of_variant(rep, "fla/fake").empty()) << r.out;
+  const auto bad = run("run --config " + kTiny + " --peers 'fla:chunk+' --peers-dir " + kFakes);
+  EXPECT_EQ(bad.code, 3) << bad.out;
+  EXPECT_TRUE(contains(bad.out, "an empty variant")) << bad.out;
+}
+
 TEST_F(RunPeers, MissingInterpreterGivesSkipsAndTheRunGoesOn) {
   const auto out = tmp("nopython.json");
   const auto r = run("run --config " + kTiny + " --op decode --peers fla --python /nonexistent/python3 --peers-dir " +

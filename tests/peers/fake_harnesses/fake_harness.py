@@ -31,6 +31,7 @@ def main(name):
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--check-import", action="store_true")
     p.add_argument("--kernel", default="")
+    p.add_argument("--variants", default="")  # one name: the records carry it, so a test sees it arrived
     args = p.parse_args()
     module = args.kernel.split(":")[0]
     importable = name in ("fla", "flashinfer") or (name == "kernel" and module in ("good", "wrong"))
@@ -45,7 +46,7 @@ def main(name):
     with open(args.plan) as f:
         plan = json.load(f)
     rule = plan["stopping_rule"]
-    variant = f"python:{args.kernel}/fn" if name == "kernel" else f"{name}/fake"
+    variant = f"python:{args.kernel}/fn" if name == "kernel" else args.variants or f"{name}/fake"
     device = {"index": args.device, "name": "fake device", "uuid": "GPU-fake"}
     report = rp.report_json("0.0-fake", [f"{name}_peer.py", *sys.argv[1:]], plan, plan["mode"], [device],
                             rp.now_iso(), {"name": "fake"}, tool_name=name)
