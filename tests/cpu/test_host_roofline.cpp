@@ -44,7 +44,8 @@ TEST(HostPeak, MeasuredOncePerSize) {
 // 142 % (TP2 B=8) on a 16-core H200 host. None prints a figure above 100 %: each is below the peak
 // measured at its size, or, where its working set fits the host's caches (a 2-core development
 // host with 304 MiB of them measured 31-33 GB/s against a 30-31 GB/s in-place peak),
-// gets no figure and the note that says why.
+// gets no figure and the note that says why (so does a case timed faster than a peak measured
+// while other work loaded the host).
 TEST(HostRoofline, DecodeCasesThatOnceExceededThePeakNowStayBelowIt) {
   const auto cfg = parse_config(R"(
 defaults: {op: decode, variant: decode/cpu, head_dim: 128, state_dtype: f32}
@@ -71,8 +72,14 @@ cases:
       EXPECT_GT(r.roofline_pct, 0);
       EXPECT_LE(r.roofline_pct, 100);
     } else {
+      // Declined, with the reason: the working set fits the caches, or (a host loaded by other
+      // work while its peak was measured, as under the sanitizer beside a build) the peak or the
+      // byte model does not hold. Never a figure above 100 %.
       EXPECT_TRUE(std::isnan(r.roofline_pct)) << r.roofline_pct;
-      EXPECT_NE(r.roofline_note.find("fits in the host's caches"), std::string::npos) << r.roofline_note;
+      EXPECT_NE(r.roofline_note.find("so no roofline figure: "), std::string::npos) << r.roofline_note;
+      EXPECT_TRUE(r.roofline_note.find("fits in the host's caches") != std::string::npos ||
+                  r.roofline_note.find("the byte model counts bytes") != std::string::npos)
+          << r.roofline_note;
     }
     EXPECT_EQ(r.timing.max_noise, 0.05) << "the host rule is the one recorded";
     EXPECT_EQ(r.timing.timeout_s, 1);
