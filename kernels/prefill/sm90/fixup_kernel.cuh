@@ -38,7 +38,7 @@ static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, 
 // sequence's slot is widened as code x scale, as the unsplit scan widens it.
 template <class Q = void>
 __global__ void __launch_bounds__(kFixupThreads, 1)
-    prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp, const float* pool_scale) {
+    prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp, float* pool_scale) {
   extern __shared__ __align__(16) float fsm[];
   float* const S = fsm + 2 * kFixupMFloats + 2 * kFixupNFloats;  // [K][kFixupCols], the current start state
   float* const part = S + kFixupNFloats;                         // [slice][K][kFixupCols], the slices' sums
@@ -78,7 +78,7 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
   {
     const StateRef init = initial_state(a, n, h), out = buffer_state(cp.start, slot0, h, a.HV);
     [[maybe_unused]] Slot8 init8;
-    if constexpr (!std::is_void_v<Q>) init8 = own_slot_8bit(a, const_cast<float*>(pool_scale), n, h);
+    if constexpr (!std::is_void_v<Q>) init8 = own_slot_8bit(a, pool_scale, n, h);
     for (int e = tid; e < kFixupNFloats; e += kFixupThreads) {
       const int d = e / kFixupCols, c = e % kFixupCols;
       float x;

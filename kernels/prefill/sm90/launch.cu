@@ -106,8 +106,7 @@ void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream,
     launch_scan_at<In, false>(p.cp_block_v, a, slots, ws, cp, false, p.pdl, stream);
     const auto fixup = prefill_sm90_fixup_kernel<Q>;
     set_smem(fixup, kFixupSmemBytes);
-    launch_after(p.pdl, fixup, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp,
-                 static_cast<const float*>(pool_scale));
+    launch_after(p.pdl, fixup, a.N * a.HV * (kHeadDim / kFixupCols), kFixupThreads, kFixupSmemBytes, stream, a, cp, pool_scale);
   }
   launch_scan_at<In, true, Q>(p.block_v, a, slots, ws, cp, p.pingpong_at(p.block_v), p.pdl, stream, pool_scale);
 }
