@@ -77,7 +77,7 @@ struct Model {
   }
 };
 
-// (I + L)^-1 for strictly lower L as the kernel computes it (invert_in_place): the 8 x 8 diagonal
+// (I + L)^-1 for strictly lower L as the kernel computes it (invert_into_ag): the 8 x 8 diagonal
 // blocks exactly (eliminations in fp32 in the kernel), then doubling up to 64: per level, every
 // pair of diagonal blocks merged as T_10 = -T_11 (L_10 T_00) (at 8 -> 16 inside each 16 x 16
 // block, at 16 -> 32: T_10 and T_32; at 32 -> 64 the lower-left quarter). With f16_merges every

@@ -27,6 +27,7 @@
 #include "common/gdn_math.cuh"
 #include "common/ptx/ex2.cuh"
 #include "common/ptx/ldmatrix.cuh"
+#include "common/ptx/stmatrix.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "prefill/op.h"
@@ -243,6 +244,7 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
   const float* rk = scalar_vec<BV, Kern>(smem, buf, kRk);
   const float* rq = scalar_vec<BV, Kern>(smem, buf, kRq);
   float* lt = reinterpret_cast<float*>(smem + L.lt);
+  [[maybe_unused]] uint32_t pg_pairs[kTiles][2];  // P_g's packed f16 pairs, (n-tile, row half)
   // Every scalar this lane needs, loaded before the first store (the compiler cannot move a load
   // above a store to shared memory): the column pairs' rk and gam, shared by both row halves.
   float2 rj[kTiles], gj[kTiles];
@@ -284,15 +286,21 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
       if constexpr (!IsQ) {
         *reinterpret_cast<float2*>(lt + i * kLtStride + j) = make_float2(left || j < i ? v0 : 0.f, left || j + 1 < i ? v1 : 0.f);
       } else {
-        *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, j)) =
-            pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
+        pg_pairs[nt][hr] = pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
       }
     }
-    // P_g's blocks above the diagonal are zeros (wgmma multiplies by the whole tile; the
-    // mma.sync scan skips them).
-    if constexpr (IsQ) {
+  }
+  // P_g's row block by four stmatrix, one per pair of n-tiles: matrix m of pair np is rows
+  // 8 (m % 2) .. of n-tile 2 np + m / 2, and lane l addresses row l % 8 of matrix l / 8. The pairs
+  // above the diagonal are zeros (wgmma multiplies by the whole tile; the mma.sync scan skips them).
+  if constexpr (IsQ) {
+    const int m = lane >> 3, row = 16 * RB + 8 * (m & 1) + (lane & 7);
+    const uint32_t pg = smem_u32(smem) + L.pg(buf);
 #pragma unroll
-      for (int nt = kTiles; nt < 8; ++nt) *reinterpret_cast<uint32_t*>(smem + L.pg(buf) + swizzle128(i, 8 * nt + 2 * t)) = 0u;
+    for (int np = 0; np < 4; ++np) {
+      uint32_t r[4] = {0u, 0u, 0u, 0u};
+      if (np <= RB) r[0] = pg_pairs[2 * np][0], r[1] = pg_pairs[2 * np][1], r[2] = pg_pairs[2 * np + 1][0], r[3] = pg_pairs[2 * np + 1][1];
+      ptx::stmatrix_x4(pg + swizzle128(row, 8 * (2 * np + (m >> 1))), r);
     }
   }
 }
@@ -394,41 +402,36 @@ __device__ __forceinline__ void store_row_block(const Grp& grp, uint8_t* smem, i
   }
 }
 
-// L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
-// warpgroup (the fused kernel): K K^T, then Q K^T (issue_product_wgmma), each stored by its row
-// blocks (the tiles above the diagonal are computed and dropped). One product in flight at a time.
-// The q/k tiles were rewritten as f16 by the group's generic stores: each thread fences them to
-// the async proxy, then a group barrier. Ends without a barrier.
-template <int BV, int Kern, class Grp>
-__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  grp.sync();
-  float kt[8][4], qt[8][4];
-  issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
-  await_product_wgmma(kt);
-  store_row_block<false, BV, Kern>(grp, smem, buf, scale, kt);
-  issue_product_wgmma<BV, Kern>(qt, smem, stage, true);
-  await_product_wgmma(qt);
-  store_row_block<true, BV, Kern>(grp, smem, buf, scale, qt);
-}
-
 // Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
 // are the column offsets read this way).
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
-// acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
-// lda), B 16 x 8 (the 8 columns at b, row stride ldb), as one m16n8k16 on tensor cores: f16
-// operands, fp32 accumulation. The host model keeps every stress input inside the precision budget
-// and within 10 % of the error of exact merges (tests/cpu/test_prefill_sm90_numerics.cpp).
-__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
+// The A fragment (f16) of an fp32 16 x 16 block in shared memory (row stride lda).
+__device__ __forceinline__ void a_fragment(uint32_t (&af)[4], const float* a, int lda, int lane) {
   const int g = lane >> 2, t = lane & 3;
   const float2 a0 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t);
   const float2 a1 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t);
   const float2 a2 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t + 8);
   const float2 a3 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t + 8);
-  const uint32_t af[4] = {pack_f16x2(a0.x, a0.y), pack_f16x2(a1.x, a1.y), pack_f16x2(a2.x, a2.y), pack_f16x2(a3.x, a3.y)};
+  af[0] = pack_f16x2(a0.x, a0.y), af[1] = pack_f16x2(a1.x, a1.y), af[2] = pack_f16x2(a2.x, a2.y), af[3] = pack_f16x2(a3.x, a3.y);
+}
+
+// acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
+// lda), B 16 x 8 (the 8 columns at b, row stride ldb; or a fragment in registers, acc_to_b), as one
+// m16n8k16 on tensor cores: f16 operands, fp32 accumulation. The host model keeps every stress
+// input inside the precision budget and within 10 % of the error of exact merges
+// (tests/cpu/test_prefill_sm90_numerics.cpp).
+__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t af[4];
+  a_fragment(af, a, lda, lane);
   const float* bg = b + g;
   mma(acc, af, pack_f16x2(bg[2 * t * ldb], bg[(2 * t + 1) * ldb]), pack_f16x2(bg[(2 * t + 8) * ldb], bg[(2 * t + 9) * ldb]));
+}
+__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const uint32_t (&b)[2], int lane) {
+  uint32_t af[4];
+  a_fragment(af, a, lda, lane);
+  mma(acc, af, b[0], b[1]);
 }
 
 // sign * acc (a 16 x 8 accumulator tile) to fp32 shared memory at c (row stride ldc).
@@ -493,107 +496,147 @@ __device__ __forceinline__ void invert_diagonal_hier(float* lt, int warp, int la
   t10[(2 * t + 1) * kLtStride + g] = -tt[1];
 }
 
-// (I + L)^-1 in place in lt (64 x 64, row stride kLtStride). Reads the strictly lower part of L
-// (zeros above the diagonal inside the diagonal blocks); the blocks above the diagonal blocks are
-// scratch and hold stale values afterwards. Needs four warps or more (the first four work). Ends
-// with a group barrier.
-//   1. The diagonal 16 x 16 blocks T_ii = (I + L_ii)^-1, one warp each (invert_diagonal_hier).
-//   2. Doubling: the 32 x 32 halves, T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22); then
-//      the lower-left quarter, T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-// Each product on tensor cores (block_product); a warp's task is 8-column halves of output blocks,
-// three block products per warp in each step of the quarter, and the products in parentheses go to
-// the scratch blocks above the diagonal. Four barriers after the diagonal blocks (the block-column
-// order takes six, with half the warps idle in its first steps).
-template <class Grp> __device__ __forceinline__ void invert_in_place(const Grp& grp, float* lt) {
-  static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
-  static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
-  const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
-  if (warp < 4) invert_diagonal_hier(lt, warp, lane);
-  grp.sync();
-  const int h = warp & 1, b = (warp >> 1) & 1;
-  // The halves: warp (b, h) takes pair b (rows 2b + 1, columns 2b), column half h. M_b = L T into
-  // scratch block (2b, 2b + 1), then T = -T M.
-  if (warp < 4) {
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
-    store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, acc, 1.f, lane);
-  }
-  grp.sync();
-  if (warp < 4) {
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(acc, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, lane);
-    store_tile(lt_block(lt, 2 * b + 1, 2 * b, h), kLtStride, acc, -1.f, lane);
-  }
-  grp.sync();
-  // The quarter, M = L_[23][01] T_[01][01] into the scratch blocks (r - 2, c + 2): warp (b, h)
-  // takes row r = 2 + b, both columns c, half h (M_r0 = L_r0 T_00 + L_r1 T_10, M_r1 = L_r1 T_11).
-  if (warp < 4) {
-    const int r = 2 + b;
-    float m0[4] = {0.f, 0.f, 0.f, 0.f}, m1[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(m0, lt_block(lt, r, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
-    block_product(m0, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 0, h), kLtStride, lane);
-    block_product(m1, lt_block(lt, r, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
-    store_tile(lt_block(lt, r - 2, 2, h), kLtStride, m0, 1.f, lane);
-    store_tile(lt_block(lt, r - 2, 3, h), kLtStride, m1, 1.f, lane);
-  }
-  grp.sync();
-  // Then T_[23][01] = -T_[23][23] M: warp (b, h) takes column c = b, half h, both rows
-  // (T_2c = -T_22 M_2c, T_3c = -(T_32 M_2c + T_33 M_3c)), over the L blocks M has consumed.
-  if (warp < 4) {
-    const int c = b;
-    float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(t2, lt_block(lt, 2, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product(t3, lt_block(lt, 3, 2), kLtStride, lt_block(lt, 0, 2 + c, h), kLtStride, lane);
-    block_product(t3, lt_block(lt, 3, 3), kLtStride, lt_block(lt, 1, 2 + c, h), kLtStride, lane);
-    store_tile(lt_block(lt, 2, c, h), kLtStride, t2, -1.f, lane);
-    store_tile(lt_block(lt, 3, c, h), kLtStride, t3, -1.f, lane);
-  }
-  grp.sync();
+// A_g = (I + Gam * L)^-1 * diag(beta), f16 in the 128-byte swizzle, is written as the inverse makes
+// each block of it final, from the values lt holds or is about to hold (so bit for bit what a pass
+// over lt would give): lt holds the inverse of the gated L (product_store), which is Gam * A_r.
+
+// sign * acc, the 16 x 8 tile of the inverse at rows r0 and columns c0 (left of the diagonal
+// blocks), times beta's columns into A_g at ag.
+__device__ __forceinline__ void store_ag_tile(uint8_t* ag, const float* beta, int r0, int c0, const float (&acc)[4], float sign,
+                                              int lane) {
+  const int g = lane >> 2, j = c0 + 2 * (lane & 3);
+  const float2 bj = *reinterpret_cast<const float2*>(beta + j);
+  *reinterpret_cast<uint32_t*>(ag + swizzle128(r0 + g, j)) = pack_f16x2(sign * acc[0] * bj.x, sign * acc[1] * bj.y);
+  *reinterpret_cast<uint32_t*>(ag + swizzle128(r0 + g + 8, j)) = pack_f16x2(sign * acc[2] * bj.x, sign * acc[3] * bj.y);
 }
 
-// A_g = (I + Gam * L)^-1 * diag(beta) into ag of buffer `buf` (f16, zero above the diagonal): lt
-// holds the inverse of the gated L (product_store), which is Gam * A_r. Ends without a barrier.
-template <class In, int BV, int Kern, class Grp>
-__device__ __forceinline__ void build_ag(const Grp& grp, uint8_t* smem, int buf) {
-  constexpr SmemLayout L(BV, Kern);
-  const float* lt = reinterpret_cast<const float*>(smem + L.lt);
-  const float* beta = scalar_vec<BV, Kern>(smem, buf, kBeta);
-  // Thread tid owns the column pair j = 2 (tid % 32) in rows tid / 32, + warps, ...: its beta pair
-  // is loaded once, and the rows unroll into constant offsets.
-  // Eight rows' loads go before their stores (the compiler keeps every load below an earlier store).
-  const int j = 2 * (grp.tid & 31), i0 = grp.warp();
-  const float2 bj = *reinterpret_cast<const float2*>(beta + j);
-  constexpr int kRows = kChunk / Grp::kWarps, kBatch = kRows < 8 ? kRows : 8;
+// Row block w of A_g once lt's diagonal block w is inverted: that 16 x 16 block times beta's
+// columns, zero above the diagonal, and zeros right of it. Lane (r, h) = (l / 2, l % 2) takes row
+// 16 w + r, eight columns at a time. One warp; its lt stores are visible to it (__syncwarp).
+__device__ __forceinline__ void store_ag_diagonal(uint8_t* ag, const float* beta, const float* lt, int w, int lane) {
+  const int h = lane & 1, i = 16 * w + (lane >> 1), j0 = 16 * w + 8 * h;
+  const float4 t_lo = ld4(lt + i * kLtStride + j0), t_hi = ld4(lt + i * kLtStride + j0 + 4);
+  const float4 b_lo = ld4(beta + j0), b_hi = ld4(beta + j0 + 4);
+  const float t[8] = {t_lo.x, t_lo.y, t_lo.z, t_lo.w, t_hi.x, t_hi.y, t_hi.z, t_hi.w};
+  const float b[8] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
+  uint32_t p[4];
 #pragma unroll
-  for (int k0 = 0; k0 < kRows; k0 += kBatch) {
-    float2 l[kBatch];
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) l[k] = *reinterpret_cast<const float2*>(lt + (i0 + (k0 + k) * Grp::kWarps) * kLtStride + j);
-#pragma unroll
-    for (int k = 0; k < kBatch; ++k) {
-      const int i = i0 + (k0 + k) * Grp::kWarps;
-      // Above the diagonal lt holds stale values: computed, then selected away.
-      const float a0 = l[k].x * bj.x;
-      const float a1 = l[k].y * bj.y;
-      *reinterpret_cast<uint32_t*>(smem + L.ag(buf) + swizzle128(i, j)) = pack_f16x2(j <= i ? a0 : 0.f, j + 1 <= i ? a1 : 0.f);
-    }
+  for (int k = 0; k < 4; ++k) {
+    const int j = j0 + 2 * k;  // above the diagonal lt holds zeros or stale values: selected away
+    p[k] = pack_f16x2(j <= i ? t[2 * k] * b[2 * k] : 0.f, j + 1 <= i ? t[2 * k + 1] * b[2 * k + 1] : 0.f);
   }
+  *reinterpret_cast<uint4*>(ag + swizzle128(i, j0)) = make_uint4(p[0], p[1], p[2], p[3]);
+  for (int c = 2 * w + 2 + h; c < 8; c += 2) *reinterpret_cast<uint4*>(ag + swizzle128(i, 8 * c)) = make_uint4(0u, 0u, 0u, 0u);
+}
+
+// Diagonal block w of lt inverted (invert_diagonal_hier) and row block w of A_g from it. One warp.
+__device__ __forceinline__ void invert_diagonal_block(float* lt, uint8_t* ag, const float* beta, int w, int lane) {
+  invert_diagonal_hier(lt, w, lane);
+  __syncwarp();
+  store_ag_diagonal(ag, beta, lt, w, lane);
+}
+
+// (I + L)^-1 and A_g into ag of buffer `buf`, from L in lt (64 x 64, row stride kLtStride; the
+// strictly lower part, zeros above the diagonal inside the diagonal blocks). The diagonal blocks
+// are inverted in place; the two blocks of step 2 go to the scratch blocks above the diagonal, and
+// the last four only to A_g. Needs four warps or more (the first four work). Ends without a barrier.
+//   1. The diagonal 16 x 16 blocks T_ii = (I + L_ii)^-1, one warp each (invert_diagonal_block),
+//      unless kDiagonalsDone (the fused preparation inverts them under Q K^T).
+//   2. The 32 x 32 halves: T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22).
+//   3. The lower-left quarter: T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
+// Each product on tensor cores (block_product, f16 operands); a warp's task is the 8-column half h
+// of an output block column, and the product in parentheses stays in its registers as the next
+// product's B operand (acc_to_b: the f16 values a round trip through lt would give). Two barriers
+// after the diagonal blocks.
+template <bool kDiagonalsDone, int BV, int Kern, class Grp>
+__device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, int buf) {
+  static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
+  static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
+  constexpr SmemLayout L(BV, Kern);
+  float* lt = reinterpret_cast<float*>(smem + L.lt);
+  uint8_t* ag = smem + L.ag(buf);
+  const float* beta = scalar_vec<BV, Kern>(smem, buf, kBeta);
+  const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
+  if constexpr (!kDiagonalsDone) {
+    if (warp < 4) invert_diagonal_block(lt, ag, beta, warp, lane);
+    grp.sync();
+  }
+  const int h = warp & 1, b = (warp >> 1) & 1;
+  // The halves: warp (b, h) takes pair b (rows 2b + 1, columns 2b), column half h, into scratch
+  // block (2b, 2b + 1): L_(2b+1,2b) is read by both halves' warps, so T does not go over it.
+  if (warp < 4) {
+    float m[4] = {0.f, 0.f, 0.f, 0.f}, t[4] = {0.f, 0.f, 0.f, 0.f};
+    uint32_t mb[2];
+    block_product(m, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
+    acc_to_b(m, mb);
+    block_product(t, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, mb, lane);
+    store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, t, -1.f, lane);
+    store_ag_tile(ag, beta, 16 * (2 * b + 1), 32 * b + 8 * h, t, -1.f, lane);
+  }
+  grp.sync();
+  // The quarter: warp (c, h) takes block column c, half h, both rows. M_2c and M_3c = L_[23][01]
+  // T_[01]c (M_r0 = L_r0 T_00 + L_r1 T_10, M_r1 = L_r1 T_11), then T_2c = -T_22 M_2c and
+  // T_3c = -(T_32 M_2c + T_33 M_3c). T_10 and T_32 are in the scratch blocks (0, 1) and (2, 3).
+  if (warp < 4) {
+    const int c = b;
+    float m2[4] = {0.f, 0.f, 0.f, 0.f}, m3[4] = {0.f, 0.f, 0.f, 0.f};
+    if (c == 0) {
+      block_product(m2, lt_block(lt, 2, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
+      block_product(m3, lt_block(lt, 3, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
+      block_product(m2, lt_block(lt, 2, 1), kLtStride, lt_block(lt, 0, 1, h), kLtStride, lane);
+      block_product(m3, lt_block(lt, 3, 1), kLtStride, lt_block(lt, 0, 1, h), kLtStride, lane);
+    } else {
+      block_product(m2, lt_block(lt, 2, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+      block_product(m3, lt_block(lt, 3, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+    }
+    uint32_t b2[2], b3[2];
+    acc_to_b(m2, b2);
+    acc_to_b(m3, b3);
+    float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
+    block_product(t2, lt_block(lt, 2, 2), kLtStride, b2, lane);
+    block_product(t3, lt_block(lt, 2, 3), kLtStride, b2, lane);
+    block_product(t3, lt_block(lt, 3, 3), kLtStride, b3, lane);
+    store_ag_tile(ag, beta, 32, 16 * c + 8 * h, t2, -1.f, lane);
+    store_ag_tile(ag, beta, 48, 16 * c + 8 * h, t3, -1.f, lane);
+  }
+}
+
+// L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
+// warpgroup (the fused kernel): K K^T, then Q K^T (issue_product_wgmma), each stored by its row
+// blocks (the tiles above the diagonal are computed and dropped). While Q K^T runs, warp w inverts
+// diagonal block w of lt, which its own L stores wrote, and writes row block w of A_g from it. The
+// q/k tiles were rewritten as f16 by the group's generic stores: each thread fences them to the
+// async proxy, then a group barrier. Ends without a barrier.
+template <int BV, int Kern, class Grp>
+__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+  constexpr SmemLayout L(BV, Kern);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  grp.sync();
+  float kt[8][4], qt[8][4];
+  issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
+  await_product_wgmma(kt);
+  store_row_block<false, BV, Kern>(grp, smem, buf, scale, kt);
+  issue_product_wgmma<BV, Kern>(qt, smem, stage, true);
+  __syncwarp();
+  invert_diagonal_block(reinterpret_cast<float*>(smem + L.lt), smem + L.ag(buf), scalar_vec<BV, Kern>(smem, buf, kBeta),
+                        grp.warp(), grp.tid & 31);
+  await_product_wgmma(qt);
+  store_row_block<true, BV, Kern>(grp, smem, buf, scale, qt);
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T (on wgmma in the fused kernel, else mma.sync), the inverse, A_g.
-// Ends without a barrier after A_g. kNorms false: chunk_norms has run on the chunk already (by
-// other warps, whose writes are visible to the group).
+// `buf`: scalars, K K^T and Q K^T (on wgmma in the fused kernel, with the diagonal blocks of the
+// inverse under Q K^T; else mma.sync), the inverse and A_g. Ends without a barrier. kNorms false:
+// chunk_norms has run on the chunk already (by other warps, whose writes are visible to the group).
 template <class In, int BV, int Kern, bool kNorms = true, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
-  constexpr SmemLayout L(BV, Kern);
   chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
-  if constexpr (Kern == kFusedKernel) chunk_products_wgmma<BV, Kern>(grp, smem, stage, buf, a.scale);
+  constexpr bool kWgmma = Kern == kFusedKernel;
+  if constexpr (kWgmma) chunk_products_wgmma<BV, Kern>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Kern>(grp, smem, stage, buf, a.scale);
   grp.sync();
-  invert_in_place(grp, reinterpret_cast<float*>(smem + L.lt));
-  build_ag<In, BV, Kern>(grp, smem, buf);
+  invert_into_ag<kWgmma, BV, Kern>(grp, smem, buf);
 }
 
 }  // namespace gdn::sm90

@@ -40,6 +40,19 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
   ptx::mma_m16n8k16_f32_f16(d, a, b);
 }
 
+// The B fragment (k16 x n8) of a 16 x 8 accumulator tile c used as the next product's right operand:
+// each 8 x 8 half packed to f16, then transposed across the warp (movmatrix): lane (g, t) then holds
+// rows 2t, 2t + 1 of column g. CCCL's cuda::ptx has no movmatrix, hence inline PTX here.
+__device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
+  uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(y) : "r"(x));
+  return y;
+}
+__device__ __forceinline__ void acc_to_b(const float (&c)[4], uint32_t (&b)[2]) {
+  b[0] = movmatrix_trans(pack_f16x2(c[0], c[1]));
+  b[1] = movmatrix_trans(pack_f16x2(c[2], c[3]));
+}
+
 // The A fragment of k-step kk from accumulator tiles lo = c[2 kk] and hi = c[2 kk + 1], rounded.
 __device__ __forceinline__ void acc_to_a(const float (&lo)[4], const float (&hi)[4], uint32_t (&a)[4]) {
   a[0] = pack_f16x2(lo[0], lo[1]);

@@ -65,7 +65,6 @@ __device__ __forceinline__ void fence_slot_writes(bool bulk) {
 template <class In, bool kGroup>
 __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
-  constexpr SmemLayout L(0, kPrepKernel);
   extern __shared__ __align__(1024) uint8_t smem[];
   // The kernels after this one may start their CTAs (Plan::pdl); they wait for its results.
   cudaTriggerProgrammaticLaunchCompletion();
@@ -115,8 +114,7 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
       __syncthreads();
       products_store<0, kPrepKernel>(fresh, smem, 0, a.scale, held);
       __syncthreads();
-      invert_in_place(fresh, reinterpret_cast<float*>(smem + L.lt));
-      build_ag<In, 0, kPrepKernel>(fresh, smem, 0);
+      invert_into_ag<false, 0, kPrepKernel>(fresh, smem, 0);
       fence_slot_writes(bulk);
       __syncthreads();
       write_slot(smem, ws, slot, h, a.HV, tid, bulk);
