@@ -221,6 +221,11 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
 
   int rc = run_sweep(cfg, opt, report);
   if (!harnesses.empty() && !g_interrupted) {
+    // Until the harnesses are done, the report on disk holds ours only and says so: a run killed
+    // inside a peer's harness leaves a report marked incomplete, not one that looks whole.
+    const bool ours_complete = report.complete;
+    report.complete = false, report.finished_at.clear();
+    if (!a.json.empty()) write_report(a.json, report);
     // The peers on the same points (this shard's, this --op's), seeds, mode and stopping rule.
     PlanJsonOptions plan_opt;
     plan_opt.op = opt.op;
@@ -234,7 +239,8 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     if (const int judged = judged_exit_code(harnesses, records); rc == kExitOk || judged == kExitRuntime)
       rc = std::max(rc, judged);
     for (auto& r : records) report.cases.push_back(std::move(r));
-    if (g_interrupted) report.complete = false, report.finished_at.clear();
+    report.complete = ours_complete && !g_interrupted;
+    if (report.complete) report.finished_at = now_iso8601();
     if (!a.json.empty()) write_report(a.json, report);
   }
   // The harnesses' records stand beside ours as peers; the tables of ours show ours alone.

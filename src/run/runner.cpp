@@ -59,13 +59,6 @@ std::string shard_label(const RunReport& r) {
   return r.shard_count ? fmt::format("{}/{}", r.shard_index, r.shard_count) : std::string("none (the whole sweep)");
 }
 
-std::string now_iso8601() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // Backends are created on first use: a CPU-only sweep never touches CUDA.
 class Backends {
  public:
@@ -207,6 +200,13 @@ bool repeat_one(const PlanItem& item, const RunOptions& opt, Backends& backends,
 }
 
 }  // namespace
+
+std::string now_iso8601() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report) {
   auto plan = make_plan(cfg, opt);

@@ -63,5 +63,7 @@ Verification verify_variant(const Variant& v, const Shape& s, ExecBackend& backe
 // Runs the whole sweep; appends records to `report` (and writes it after every case).
 // Returns the exit code: 0 ok, 2 a verification failure, 4 a runtime failure.
 int run_sweep(const SweepConfig& cfg, const RunOptions& opt, RunReport& report);
+// The time now as a report stamps it (UTC, ISO 8601, seconds).
+std::string now_iso8601();
 
 }  // namespace gdn

@@ -72,6 +72,30 @@ class RunPeers : public ::testing::Test {
   }
 };
 
+// A run killed while a harness runs (a job's time limit) leaves ours on disk, marked incomplete:
+// the report does not look whole without the peers it was asked for, and --resume goes on.
+TEST_F(RunPeers, AReportKilledInsideAHarnessSaysItIsIncomplete) {
+  const auto out = tmp("killed.json");
+  const auto r = gdn::test::run_shell("FAKE_HARNESS_KILLS_GDNBENCH=1 " + std::string(GDN_BINARY) + " run --config " + kTiny +
+                                      " --op decode --peers fla --peers-dir " + kFakes + " --json " + out + kQuick + " 2>&1");
+  EXPECT_NE(r.code, 0) << r.out;
+  const auto rep = gdn::load_report(out);
+  EXPECT_FALSE(rep.complete);
+  EXPECT_TRUE(rep.finished_at.empty());
+  std::size_t ours = 0;
+  for (const auto& c : rep.cases) ours += c.origin.kind.empty();
+  EXPECT_GE(ours, decode_points().size()) << "ours was written before the harness ran";
+  EXPECT_TRUE(of_variant(rep, "fla/fake").empty());
+
+  const auto resumed = run("run --config " + kTiny + " --op decode --peers fla --peers-dir " + kFakes + " --json " + out +
+                           " --resume " + out + kQuick);
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  const auto whole = gdn::load_report(out);
+  EXPECT_TRUE(whole.complete);
+  EXPECT_FALSE(whole.finished_at.empty());
+  EXPECT_EQ(of_variant(whole, "fla/fake").size(), decode_points().size());
+}
+
 TEST_F(RunPeers, OneReportHoldsOursAndEveryHarnessWithSkipsAndErrors) {
   const auto points = decode_points();
   ASSERT_GE(points.size(), 2u);

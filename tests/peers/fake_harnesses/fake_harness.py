@@ -9,11 +9,14 @@ does is fixed here, so one folder holds every case the tests need:
   flashinfer  importable; writes its first point's record, then dies with a traceback
   kernel      --kernel MODULE:FUNCTION; importable when MODULE is `good` or `wrong` (whose records
               fail verification), else not
+With FAKE_HARNESS_KILLS_GDNBENCH set, a harness past its import check kills gdnbench (its parent)
+with SIGKILL: a run stopped from outside while a peer runs.
 """
 
 import argparse
 import json
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "scripts", "peers"))
@@ -43,6 +46,9 @@ def main(name):
             return 1
         print(f"{name} 0.0-fake: torch none")
         return 0
+    if os.environ.get("FAKE_HARNESS_KILLS_GDNBENCH"):
+        os.kill(os.getppid(), signal.SIGKILL)
+        return 1
     with open(args.plan) as f:
         plan = json.load(f)
     rule = plan["stopping_rule"]
