@@ -5,7 +5,9 @@
 //
 // quantize_row: a = max |x_i| (fp32); s = a / Q and r = Q / a (IEEE fp32 divisions; s = r = 0 for
 // a zero row); code_i = RNE(x_i * r), saturated to +-Q (Q = 448 for fp8 e4m3, 127 for int8, so
-// the int8 code -128 never occurs). A value is code * s.
+// the int8 code -128 never occurs). A value is code * s. Stochastic rounding (the same steps with
+// code_i one of the two neighbours of x_i * r, drawn unbiased) is measured by the drift estimate
+// only: no pool stores that way (docs/state-8bit.md).
 #pragma once
 
 #include <algorithm>
@@ -61,6 +63,40 @@ inline uint8_t encode(DType d, float y) {
   return static_cast<uint8_t>(static_cast<int8_t>(r));
 }
 
+// A uniform draw in [0, 1) (24 bits) from a 64-bit key: splitmix64's finalizer, so any element's
+// draw is a function of its coordinates (counter-based: the same on every path and thread).
+inline float uniform_draw(uint64_t key) {
+  uint64_t z = key + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return float(z >> 40) * 0x1.0p-24f;
+}
+
+// y (already multiplied by r) -> the code of one of the two grid points around it, the upper with
+// probability (y - lo) / (hi - lo) for u uniform in [0, 1): stochastic rounding, unbiased. Saturated
+// to +-Q like encode.
+inline uint8_t encode_stochastic(DType d, float y, float u) {
+  if (d == DType::i8) {
+    const float c = std::clamp(y, -127.f, 127.f), lo = std::floor(c);
+    const float r = lo + (u < c - lo ? 1.f : 0.f);
+    return static_cast<uint8_t>(static_cast<int8_t>(std::min(r, 127.f)));
+  }
+  const uint8_t sign = std::signbit(y) ? 0x80 : 0x00;
+  const float a = std::min(std::fabs(y), 448.f);
+  uint8_t lo_code;
+  if (a < 0x1.0p-6f) {
+    lo_code = uint8_t(std::floor(a * 512.f));
+  } else {
+    const uint32_t u32 = float_to_bits(a);
+    lo_code = uint8_t((((u32 >> 23) - 120u) << 3) | ((u32 >> 20) & 7u));
+  }
+  const float lo = fp8e4m3_to_float(lo_code);
+  if (lo == a || lo_code >= 0x7e) return sign | lo_code;
+  const float hi = fp8e4m3_to_float(uint8_t(lo_code + 1));
+  return sign | uint8_t(u < (a - lo) / (hi - lo) ? lo_code + 1 : lo_code);
+}
+
 // Codes of n values and the row's scale (returned).
 inline float quantize_row(DType d, const float* x, int64_t n, uint8_t* codes) {
   float a = 0.f;
@@ -76,6 +112,19 @@ inline float quantize_row(DType d, const float* x, int64_t n, uint8_t* codes) {
 
 inline void dequantize_row(DType d, const uint8_t* codes, float scale, int64_t n, float* x) {
   for (int64_t i = 0; i < n; ++i) x[i] = decode(d, codes[i]) * scale;
+}
+
+// quantize_row with stochastic rounding: u(i) is element i's uniform draw.
+template <class Uniform> inline float quantize_row_stochastic(DType d, const float* x, int64_t n, uint8_t* codes, Uniform&& u) {
+  float a = 0.f;
+  for (int64_t i = 0; i < n; ++i) a = std::max(a, std::fabs(x[i]));
+  if (a == 0.f) {
+    std::fill_n(codes, n, uint8_t{0});
+    return 0.f;
+  }
+  const float q = qmax(d), r = q / a;
+  for (int64_t i = 0; i < n; ++i) codes[i] = encode_stochastic(d, x[i] * r, u(i));
+  return a / q;
 }
 
 // The round trip the pool applies to a row: x <- dequantize(quantize(x)).

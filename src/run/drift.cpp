@@ -99,7 +99,15 @@ struct HeadRun {
         const float o_exact = step(exact.data() + int64_t(r) * K, K, k.data(), q.data(), v, decay, b);
         float* s = quant.data() + int64_t(r) * K;
         const float o_quant = step(s, K, k.data(), q.data(), v, decay, b);
-        quant::round_trip_row(format, s, K, codes.data());  // the store of a decode step
+        if (opt.stochastic) {
+          // One draw per (seed, head, row, token, element).
+          const uint64_t row_key = (seed * 0x100000001b3ull + uint64_t(h)) * 0x10001ull + uint64_t(rows[size_t(r)]);
+          auto u = [&](int64_t i) { return quant::uniform_draw((row_key * 0x100000000ull + uint64_t(t)) * uint64_t(K) + uint64_t(i)); };
+          const float sc = quant::quantize_row_stochastic(format, s, K, codes.data(), u);
+          quant::dequantize_row(format, codes.data(), sc, K, s);
+        } else {
+          quant::round_trip_row(format, s, K, codes.data());  // the store of a decode step
+        }
         if (in_window) out[mark].add(o_quant, o_exact);
       }
       if (t + 1 == opt.lengths[mark]) {

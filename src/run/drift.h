@@ -18,6 +18,7 @@ struct DriftOptions {
   std::vector<int64_t> lengths{4096, 32768, 131072};
   int64_t o_window = 1024;  // outputs compared over the last o_window tokens before each length
   int threads = 0;
+  bool stochastic = false;  // every store rounded stochastically (quant::quantize_row_stochastic), not to nearest
 };
 
 // For a point whose state_dtype is fp8e4m3 or int8 (throws otherwise). Deterministic in `seed`.
