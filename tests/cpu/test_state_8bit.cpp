@@ -283,8 +283,8 @@ TEST(StateDriftEstimate, FiniteGrowingAndInt8BelowFp8) {
 }
 
 // Why the pools round to nearest, and where that breaks (docs/state-8bit.md, Rounding): on keys of
-// one sign nearest rounding's bias compounds and the fp8 state's error outgrows the state, while
-// stochastic rounding stays bounded; elsewhere the error is stationary noise, and stochastic
+// one sign the fp8 state rounded to nearest drifts without bound, its error outgrowing the state,
+// while stochastic rounding stays bounded; elsewhere the error is stationary noise, and stochastic
 // rounding's is larger (a uniform dither of a whole step against half a step: about 1.4x). Prints
 // the figures the doc quotes.
 TEST(StateDriftEstimate, StochasticRoundingBoundsFp8OnKeysOfOneSignAndIsNoisierElsewhere) {
