@@ -97,8 +97,8 @@ inline uint8_t encode_stochastic(DType d, float y, float u) {
   return sign | uint8_t(u < (a - lo) / (hi - lo) ? lo_code + 1 : lo_code);
 }
 
-// Codes of n values and the row's scale (returned).
-inline float quantize_row(DType d, const float* x, int64_t n, uint8_t* codes) {
+// Codes of n values and the row's scale (returned); code(i, y) encodes element i's y = x_i * r.
+template <class Code> inline float quantize_row_with(DType d, const float* x, int64_t n, uint8_t* codes, Code&& code) {
   float a = 0.f;
   for (int64_t i = 0; i < n; ++i) a = std::isnan(x[i]) ? x[i] : std::max(a, std::fabs(x[i]));
   if (a == 0.f) {
@@ -106,8 +106,13 @@ inline float quantize_row(DType d, const float* x, int64_t n, uint8_t* codes) {
     return 0.f;
   }
   const float q = qmax(d), r = q / a;
-  for (int64_t i = 0; i < n; ++i) codes[i] = encode(d, x[i] * r);
+  for (int64_t i = 0; i < n; ++i) codes[i] = code(i, x[i] * r);
   return a / q;
+}
+
+// Codes of n values rounded to nearest, and the row's scale (returned).
+inline float quantize_row(DType d, const float* x, int64_t n, uint8_t* codes) {
+  return quantize_row_with(d, x, n, codes, [d](int64_t, float y) { return encode(d, y); });
 }
 
 inline void dequantize_row(DType d, const uint8_t* codes, float scale, int64_t n, float* x) {
@@ -116,15 +121,7 @@ inline void dequantize_row(DType d, const uint8_t* codes, float scale, int64_t n
 
 // quantize_row with stochastic rounding: u(i) is element i's uniform draw.
 template <class Uniform> inline float quantize_row_stochastic(DType d, const float* x, int64_t n, uint8_t* codes, Uniform&& u) {
-  float a = 0.f;
-  for (int64_t i = 0; i < n; ++i) a = std::max(a, std::fabs(x[i]));
-  if (a == 0.f) {
-    std::fill_n(codes, n, uint8_t{0});
-    return 0.f;
-  }
-  const float q = qmax(d), r = q / a;
-  for (int64_t i = 0; i < n; ++i) codes[i] = encode_stochastic(d, x[i] * r, u(i));
-  return a / q;
+  return quantize_row_with(d, x, n, codes, [&](int64_t i, float y) { return encode_stochastic(d, y, u(i)); });
 }
 
 // The round trip the pool applies to a row: x <- dequantize(quantize(x)).
