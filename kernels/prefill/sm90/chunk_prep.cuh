@@ -27,7 +27,7 @@
 #include "common/gdn_math.cuh"
 #include "common/ptx/ex2.cuh"
 #include "common/ptx/ldmatrix.cuh"
-#include "common/ptx/stmatrix.cuh"
+#include "prefill/sm90/stmatrix.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/wgmma.cuh"
 #include "prefill/op.h"

@@ -16,7 +16,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/ldmatrix.cuh"
-#include "common/ptx/stmatrix.cuh"
+#include "prefill/sm90/stmatrix.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"

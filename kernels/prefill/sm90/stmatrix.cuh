@@ -1,9 +1,9 @@
-// stmatrix (sm_90+): four 8 x 8 matrices of 16-bit elements from the per-thread accumulator
-// fragments into shared memory, the reverse of ldmatrix.cuh. Lane l gives the address of row l % 8
-// of matrix l / 8 (16 contiguous bytes, 16-byte aligned); thread T gives, of each matrix, the pair
-// (row T / 4, columns 2 (T % 4), 2 (T % 4) + 1), or with .trans the pair (rows 2 (T % 4) and
-// 2 (T % 4) + 1, column T / 4), the first element in the low half. CCCL's cuda::ptx has no
-// stmatrix, hence inline PTX here.
+// stmatrix (sm_90+, so here and not in kernels/common): four 8 x 8 matrices of 16-bit elements
+// from the per-thread accumulator fragments into shared memory, the reverse of
+// common/ptx/ldmatrix.cuh. Lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous
+// bytes, 16-byte aligned); thread T gives, of each matrix, the pair (row T / 4, columns 2 (T % 4),
+// 2 (T % 4) + 1), or with .trans the pair (rows 2 (T % 4) and 2 (T % 4) + 1, column T / 4), the
+// first element in the low half. CCCL's cuda::ptx has no stmatrix, hence inline PTX here.
 #pragma once
 
 #include <cstdint>
