@@ -57,6 +57,13 @@ template <int BV, int Kern> __device__ __forceinline__ float* scalar_vec(uint8_t
   return reinterpret_cast<float*>(smem + SmemLayout(BV, Kern).scalars(buf)) + int(which) * kChunk;
 }
 
+// lt holds the inverse's f16 tile (64 x 64 in the 128-byte swizzle: L's blocks left of the diagonal,
+// then the T blocks the merges read), then its four diagonal 16 x 16 blocks in fp32 (row stride
+// kDiagStride), the eliminations' input and output.
+__device__ __forceinline__ float* diagonal_block(uint8_t* lt, int w) {
+  return reinterpret_cast<float*>(lt + kHalfTileBytes) + w * 16 * kDiagStride;
+}
+
 // Sums of squares of the eight 16-bit values of w, the low halves added to acc[0] and the high
 // ones to acc[1] (two chains of half the length); then w converted to f16 in place (the MMA type:
 // exact for bf16 values inside f16's range).
@@ -243,8 +250,9 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
   const float* gam = scalar_vec<BV, Kern>(smem, buf, kGam);
   const float* rk = scalar_vec<BV, Kern>(smem, buf, kRk);
   const float* rq = scalar_vec<BV, Kern>(smem, buf, kRq);
-  float* lt = reinterpret_cast<float*>(smem + L.lt);
-  [[maybe_unused]] uint32_t pg_pairs[kTiles][2];  // P_g's packed f16 pairs, (n-tile, row half)
+  // L's diagonal 16 x 16 block in fp32 for the eliminations, the rest of the row block in f16.
+  [[maybe_unused]] float* diag = diagonal_block(smem + L.lt, RB);
+  uint32_t pairs[kTiles][2];  // packed f16 pairs, (n-tile, row half)
   // Every scalar this lane needs, loaded before the first store (the compiler cannot move a load
   // above a store to shared memory): the column pairs' rk and gam, shared by both row halves.
   float2 rj[kTiles], gj[kTiles];
@@ -284,24 +292,24 @@ __device__ __forceinline__ void product_store(int lane, uint8_t* smem, int buf, 
       const float v0 = left ? row_factor[hr] * rj[nt].x * x0 : si[hr] * rj[nt].x * exp_nonpos(gi[hr] - gj[nt].x) * x0;
       const float v1 = left ? row_factor[hr] * rj[nt].y * x1 : si[hr] * rj[nt].y * exp_nonpos(gi[hr] - gj[nt].y) * x1;
       if constexpr (!IsQ) {
-        *reinterpret_cast<float2*>(lt + i * kLtStride + j) = make_float2(left || j < i ? v0 : 0.f, left || j + 1 < i ? v1 : 0.f);
+        if (left) pairs[nt][hr] = pack_f16x2(v0, v1);
+        else *reinterpret_cast<float2*>(diag + (i - 16 * RB) * kDiagStride + j - 16 * RB) = make_float2(j < i ? v0 : 0.f, j + 1 < i ? v1 : 0.f);
       } else {
-        pg_pairs[nt][hr] = pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
+        pairs[nt][hr] = pack_f16x2(left || j <= i ? v0 : 0.f, left || j + 1 <= i ? v1 : 0.f);
       }
     }
   }
-  // P_g's row block by four stmatrix, one per pair of n-tiles: matrix m of pair np is rows
-  // 8 (m % 2) .. of n-tile 2 np + m / 2, and lane l addresses row l % 8 of matrix l / 8. The pairs
-  // above the diagonal are zeros (wgmma multiplies by the whole tile; the mma.sync scan skips them).
-  if constexpr (IsQ) {
-    const int m = lane >> 3, row = 16 * RB + 8 * (m & 1) + (lane & 7);
-    const uint32_t pg = smem_u32(smem) + L.pg(buf);
+  // The f16 pairs by stmatrix, one per pair of n-tiles: matrix m of pair np is rows 8 (m % 2) .. of
+  // n-tile 2 np + m / 2, and lane l addresses row l % 8 of matrix l / 8. P_g: the whole row block,
+  // zeros above the diagonal (wgmma multiplies by the whole tile; the mma.sync scan skips them).
+  // L: the pairs left of the diagonal block, into lt's f16 tile.
+  const int m = lane >> 3, row = 16 * RB + 8 * (m & 1) + (lane & 7);
+  const uint32_t to = smem_u32(smem) + (IsQ ? L.pg(buf) : L.lt);
 #pragma unroll
-    for (int np = 0; np < 4; ++np) {
-      uint32_t r[4] = {0u, 0u, 0u, 0u};
-      if (np <= RB) r[0] = pg_pairs[2 * np][0], r[1] = pg_pairs[2 * np][1], r[2] = pg_pairs[2 * np + 1][0], r[3] = pg_pairs[2 * np + 1][1];
-      ptx::stmatrix_x4(pg + swizzle128(row, 8 * (2 * np + (m >> 1))), r);
-    }
+  for (int np = 0; np < (IsQ ? 4 : RB); ++np) {
+    uint32_t r[4] = {0u, 0u, 0u, 0u};
+    if (np <= RB) r[0] = pairs[2 * np][0], r[1] = pairs[2 * np][1], r[2] = pairs[2 * np + 1][0], r[3] = pairs[2 * np + 1][1];
+    ptx::stmatrix_x4(to + swizzle128(row, 8 * (2 * np + (m >> 1))), r);
   }
 }
 
@@ -402,59 +410,19 @@ __device__ __forceinline__ void store_row_block(const Grp& grp, uint8_t* smem, i
   }
 }
 
-// Four consecutive floats of shared memory (16-byte aligned: kLtStride is a multiple of 4, and so
+// Four consecutive floats of shared memory (16-byte aligned: kDiagStride is a multiple of 4, and so
 // are the column offsets read this way).
 __device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
 
-// The A fragment (f16) of an fp32 16 x 16 block in shared memory (row stride lda).
-__device__ __forceinline__ void a_fragment(uint32_t (&af)[4], const float* a, int lda, int lane) {
-  const int g = lane >> 2, t = lane & 3;
-  const float2 a0 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t);
-  const float2 a1 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t);
-  const float2 a2 = *reinterpret_cast<const float2*>(a + g * lda + 2 * t + 8);
-  const float2 a3 = *reinterpret_cast<const float2*>(a + (g + 8) * lda + 2 * t + 8);
-  af[0] = pack_f16x2(a0.x, a0.y), af[1] = pack_f16x2(a1.x, a1.y), af[2] = pack_f16x2(a2.x, a2.y), af[3] = pack_f16x2(a3.x, a3.y);
-}
-
-// acc (a 16 x 8 accumulator tile) += A B for fp32 blocks in shared memory: A 16 x 16 (row stride
-// lda), B 16 x 8 (the 8 columns at b, row stride ldb; or a fragment in registers, acc_to_b), as one
-// m16n8k16 on tensor cores: f16 operands, fp32 accumulation. The host model keeps every stress
-// input inside the precision budget and within 10 % of the error of exact merges
-// (tests/cpu/test_prefill_sm90_numerics.cpp).
-__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const float* b, int ldb, int lane) {
-  const int g = lane >> 2, t = lane & 3;
-  uint32_t af[4];
-  a_fragment(af, a, lda, lane);
-  const float* bg = b + g;
-  mma(acc, af, pack_f16x2(bg[2 * t * ldb], bg[(2 * t + 1) * ldb]), pack_f16x2(bg[(2 * t + 8) * ldb], bg[(2 * t + 9) * ldb]));
-}
-__device__ __forceinline__ void block_product(float (&acc)[4], const float* a, int lda, const uint32_t (&b)[2], int lane) {
-  uint32_t af[4];
-  a_fragment(af, a, lda, lane);
-  mma(acc, af, b[0], b[1]);
-}
-
-// sign * acc (a 16 x 8 accumulator tile) to fp32 shared memory at c (row stride ldc).
-__device__ __forceinline__ void store_tile(float* c, int ldc, const float (&acc)[4], float sign, int lane) {
-  const int g = lane >> 2, t = lane & 3;
-  *reinterpret_cast<float2*>(c + g * ldc + 2 * t) = make_float2(sign * acc[0], sign * acc[1]);
-  *reinterpret_cast<float2*>(c + (g + 8) * ldc + 2 * t) = make_float2(sign * acc[2], sign * acc[3]);
-}
-
-// Block (r, c) of lt (16 x 16, row stride kLtStride), and the 8-column half h of it.
-__device__ __forceinline__ float* lt_block(float* lt, int r, int c, int h = 0) {
-  return lt + 16 * r * kLtStride + 16 * c + 8 * h;
-}
-
-// The diagonal 16 x 16 block `warp` of lt inverted in place by one warp: its two
+// The diagonal 16 x 16 block (row stride kDiagStride, fp32) inverted in place by one warp: its two
 // 8 x 8 diagonal blocks by elimination in registers (lane r of an 8-lane group holds row r; step s
 // adds -L_rs times row s, shuffled, to rows r > s: seven dependent steps, fp32), then the 8 -> 16
 // merge T_10 = -T_11 (L_10 T_00) as two m16n8k16 on f16 operands padded with zeros, transposed so
 // that the first product's accumulator is the second's A operand: M^T = T_00^T L_10^T, then
 // T_10^T = -M^T T_11^T. Lanes 16-31 shadow lanes 0-15 in the eliminations. No barrier but the warp's.
-__device__ __forceinline__ void invert_diagonal_hier(float* lt, int warp, int lane) {
-  const int sub = (lane >> 3) & 1, r = lane & 7, d0 = 16 * warp;
-  float* row = lt + (d0 + 8 * sub + r) * kLtStride + d0 + 8 * sub;
+__device__ __forceinline__ void invert_diagonal_hier(float* blk, int lane) {
+  const int sub = (lane >> 3) & 1, r = lane & 7;
+  float* row = blk + (8 * sub + r) * kDiagStride + 8 * sub;
   const float4 lo = ld4(row), hi = ld4(row + 4);
   const float l[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
   float x[8];
@@ -477,28 +445,56 @@ __device__ __forceinline__ void invert_diagonal_hier(float* lt, int warp, int la
   }
   __syncwarp();
   const int g = lane >> 2, t = lane & 3;
-  const float* t00 = lt + d0 * kLtStride + d0;
-  const float* l10 = lt + (d0 + 8) * kLtStride + d0;
-  const float* t11 = lt + (d0 + 8) * kLtStride + d0 + 8;
+  const float* t00 = blk;
+  const float* l10 = blk + 8 * kDiagStride;
+  const float* t11 = blk + 8 * kDiagStride + 8;
   // M^T (8 x 8) = T_00^T L_10^T: A(m, k) = T_00(k, m), B(k, n) = L_10(n, k); rows and k past 8 zero.
-  const uint32_t a_t00[4] = {pack_f16x2(t00[2 * t * kLtStride + g], t00[(2 * t + 1) * kLtStride + g]), 0u, 0u, 0u};
-  const float2 b_l10 = *reinterpret_cast<const float2*>(l10 + g * kLtStride + 2 * t);
+  const uint32_t a_t00[4] = {pack_f16x2(t00[2 * t * kDiagStride + g], t00[(2 * t + 1) * kDiagStride + g]), 0u, 0u, 0u};
+  const float2 b_l10 = *reinterpret_cast<const float2*>(l10 + g * kDiagStride + 2 * t);
   float mt[4] = {0.f, 0.f, 0.f, 0.f};
   mma(mt, a_t00, pack_f16x2(b_l10.x, b_l10.y), 0u);
   // T_10^T = -(M^T) T_11^T: A = M^T (the accumulator's rows g, columns 2t, 2t + 1; rows g + 8 are
   // zero), B(k, n) = T_11(n, k).
   const uint32_t a_mt[4] = {pack_f16x2(mt[0], mt[1]), 0u, 0u, 0u};
-  const float2 b_t11 = *reinterpret_cast<const float2*>(t11 + g * kLtStride + 2 * t);
+  const float2 b_t11 = *reinterpret_cast<const float2*>(t11 + g * kDiagStride + 2 * t);
   float tt[4] = {0.f, 0.f, 0.f, 0.f};
   mma(tt, a_mt, pack_f16x2(b_t11.x, b_t11.y), 0u);
-  float* t10 = lt + (d0 + 8) * kLtStride + d0;
-  t10[2 * t * kLtStride + g] = -tt[0];
-  t10[(2 * t + 1) * kLtStride + g] = -tt[1];
+  float* t10 = blk + 8 * kDiagStride;
+  t10[2 * t * kDiagStride + g] = -tt[0];
+  t10[(2 * t + 1) * kDiagStride + g] = -tt[1];
+}
+
+// The merges' operands come from lt's f16 tile (`lh`, 64 x 64 in the 128-byte swizzle) by
+// ldmatrix: L's blocks left of the diagonal (product_store), each T_ii (store_ag_diagonal) and T_10,
+// T_32 (in the scratch blocks (0, 1), (2, 3) above the diagonal). Each is the f16 rounding of the
+// fp32 value the merge would otherwise read and round itself: the same operands.
+
+// B fragment (k16 x n8) of the 8 columns 16 cb + 8 h of lh's block (rb, cb), k its rows.
+__device__ __forceinline__ void lh_b(uint32_t (&b)[2], uint32_t lh, int rb, int cb, int h, int lane) {
+  ldmatrix_x2_trans(b, lh + swizzle128(16 * rb + (lane & 15), 16 * cb + 8 * h));
+}
+
+// acc (a 16 x 8 accumulator tile) += A B, A lh's 16 x 16 block (ra, ca), B a fragment (lh_b or
+// acc_to_b), as one m16n8k16: f16 operands, fp32 accumulation. The host model keeps every stress
+// input inside the precision budget and within 10 % of the error of exact merges
+// (tests/cpu/test_prefill_sm90_numerics.cpp).
+__device__ __forceinline__ void lh_product(float (&acc)[4], uint32_t lh, int ra, int ca, const uint32_t (&b)[2], int lane) {
+  const RowCol at = a_rows(lane, 16 * ra, 16 * ca);
+  uint32_t af[4];
+  ptx::ldmatrix_x4(af, lh + swizzle128(at.row, at.col));
+  mma(acc, af, b[0], b[1]);
+}
+
+// sign * acc (a 16 x 8 accumulator tile) into lh at rows r0, columns c0, as f16.
+__device__ __forceinline__ void store_tile_f16(uint8_t* lh, int r0, int c0, const float (&acc)[4], float sign, int lane) {
+  const int g = lane >> 2, j = c0 + 2 * (lane & 3);
+  *reinterpret_cast<uint32_t*>(lh + swizzle128(r0 + g, j)) = pack_f16x2(sign * acc[0], sign * acc[1]);
+  *reinterpret_cast<uint32_t*>(lh + swizzle128(r0 + g + 8, j)) = pack_f16x2(sign * acc[2], sign * acc[3]);
 }
 
 // A_g = (I + Gam * L)^-1 * diag(beta), f16 in the 128-byte swizzle, is written as the inverse makes
-// each block of it final, from the values lt holds or is about to hold (so bit for bit what a pass
-// over lt would give): lt holds the inverse of the gated L (product_store), which is Gam * A_r.
+// each block of it final, from the fp32 values the inverse holds or stores (so bit for bit what a
+// pass over an fp32 inverse would give): the inverse of the gated L (product_store) is Gam * A_r.
 
 // sign * acc, the 16 x 8 tile of the inverse at rows r0 and columns c0 (left of the diagonal
 // blocks), times beta's columns into A_g at ag.
@@ -510,50 +506,55 @@ __device__ __forceinline__ void store_ag_tile(uint8_t* ag, const float* beta, in
   *reinterpret_cast<uint32_t*>(ag + swizzle128(r0 + g + 8, j)) = pack_f16x2(sign * acc[2] * bj.x, sign * acc[3] * bj.y);
 }
 
-// Row block w of A_g once lt's diagonal block w is inverted: that 16 x 16 block times beta's
-// columns, zero above the diagonal, and zeros right of it. Lane (r, h) = (l / 2, l % 2) takes row
-// 16 w + r, eight columns at a time. One warp; its lt stores are visible to it (__syncwarp).
-__device__ __forceinline__ void store_ag_diagonal(uint8_t* ag, const float* beta, const float* lt, int w, int lane) {
+// Once diagonal block w is inverted (blk, fp32): row block w of A_g (that block times beta's
+// columns, zero above the diagonal, and zeros right of it) and T_ww into lh in f16. Lane (r, h) =
+// (l / 2, l % 2) takes row 16 w + r, eight columns at a time. One warp; its stores to blk are
+// visible to it (__syncwarp).
+__device__ __forceinline__ void store_ag_diagonal(uint8_t* ag, uint8_t* lh, const float* beta, const float* blk, int w, int lane) {
   const int h = lane & 1, i = 16 * w + (lane >> 1), j0 = 16 * w + 8 * h;
-  const float4 t_lo = ld4(lt + i * kLtStride + j0), t_hi = ld4(lt + i * kLtStride + j0 + 4);
+  const float* row = blk + (lane >> 1) * kDiagStride + 8 * h;
+  const float4 t_lo = ld4(row), t_hi = ld4(row + 4);
   const float4 b_lo = ld4(beta + j0), b_hi = ld4(beta + j0 + 4);
   const float t[8] = {t_lo.x, t_lo.y, t_lo.z, t_lo.w, t_hi.x, t_hi.y, t_hi.z, t_hi.w};
   const float b[8] = {b_lo.x, b_lo.y, b_lo.z, b_lo.w, b_hi.x, b_hi.y, b_hi.z, b_hi.w};
-  uint32_t p[4];
+  uint32_t p[4], q[4];
 #pragma unroll
   for (int k = 0; k < 4; ++k) {
-    const int j = j0 + 2 * k;  // above the diagonal lt holds zeros or stale values: selected away
+    const int j = j0 + 2 * k;  // above the diagonal the block holds zeros: selected away all the same
     p[k] = pack_f16x2(j <= i ? t[2 * k] * b[2 * k] : 0.f, j + 1 <= i ? t[2 * k + 1] * b[2 * k + 1] : 0.f);
+    q[k] = pack_f16x2(t[2 * k], t[2 * k + 1]);
   }
   *reinterpret_cast<uint4*>(ag + swizzle128(i, j0)) = make_uint4(p[0], p[1], p[2], p[3]);
+  *reinterpret_cast<uint4*>(lh + swizzle128(i, j0)) = make_uint4(q[0], q[1], q[2], q[3]);
   for (int c = 2 * w + 2 + h; c < 8; c += 2) *reinterpret_cast<uint4*>(ag + swizzle128(i, 8 * c)) = make_uint4(0u, 0u, 0u, 0u);
 }
 
-// Diagonal block w of lt inverted (invert_diagonal_hier) and row block w of A_g from it. One warp.
-__device__ __forceinline__ void invert_diagonal_block(float* lt, uint8_t* ag, const float* beta, int w, int lane) {
-  invert_diagonal_hier(lt, w, lane);
+// Diagonal block w of lt inverted (invert_diagonal_hier), then row block w of A_g and T_ww in lh
+// from it. One warp.
+__device__ __forceinline__ void invert_diagonal_block(uint8_t* lt, uint8_t* ag, const float* beta, int w, int lane) {
+  float* blk = diagonal_block(lt, w);
+  invert_diagonal_hier(blk, lane);
   __syncwarp();
-  store_ag_diagonal(ag, beta, lt, w, lane);
+  store_ag_diagonal(ag, lt, beta, blk, w, lane);
 }
 
-// (I + L)^-1 and A_g into ag of buffer `buf`, from L in lt (64 x 64, row stride kLtStride; the
-// strictly lower part, zeros above the diagonal inside the diagonal blocks). The diagonal blocks
-// are inverted in place; the two blocks of step 2 go to the scratch blocks above the diagonal, and
-// the last four only to A_g. Needs four warps or more (the first four work). Ends without a barrier.
+// (I + L)^-1 and A_g into ag of buffer `buf`, from L in lt (the blocks left of the diagonal in lh,
+// f16; the diagonal 16 x 16 blocks in fp32, strictly lower). Needs four warps or more (the first
+// four work). Ends without a barrier.
 //   1. The diagonal 16 x 16 blocks T_ii = (I + L_ii)^-1, one warp each (invert_diagonal_block),
 //      unless kDiagonalsDone (the fused preparation inverts them under Q K^T).
 //   2. The 32 x 32 halves: T_10 = -T_11 (L_10 T_00) and T_32 = -T_33 (L_32 T_22).
 //   3. The lower-left quarter: T_[23][01] = -T_[23][23] (L_[23][01] T_[01][01]).
-// Each product on tensor cores (block_product, f16 operands); a warp's task is the 8-column half h
-// of an output block column, and the product in parentheses stays in its registers as the next
-// product's B operand (acc_to_b: the f16 values a round trip through lt would give). Two barriers
-// after the diagonal blocks.
+// Each product on tensor cores (lh_product, f16 operands); a warp's task is the 8-column half h of
+// an output block column, and the product in parentheses stays in its registers as the next
+// product's B operand (acc_to_b: the f16 values a round trip through shared memory would give). Two
+// barriers after the diagonal blocks.
 template <bool kDiagonalsDone, int BV, int Kern, class Grp>
 __device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, int buf) {
   static_assert(Grp::kWarps >= 4, "one warp per diagonal block");
-  static_assert(kLtStride % 4 == 0, "rows read four floats at a time");
   constexpr SmemLayout L(BV, Kern);
-  float* lt = reinterpret_cast<float*>(smem + L.lt);
+  uint8_t* lt = smem + L.lt;
+  const uint32_t lh = smem_u32(lt);
   uint8_t* ag = smem + L.ag(buf);
   const float* beta = scalar_vec<BV, Kern>(smem, buf, kBeta);
   const int tid = grp.tid, warp = tid >> 5, lane = tid & 31;
@@ -566,11 +567,12 @@ __device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, in
   // block (2b, 2b + 1): L_(2b+1,2b) is read by both halves' warps, so T does not go over it.
   if (warp < 4) {
     float m[4] = {0.f, 0.f, 0.f, 0.f}, t[4] = {0.f, 0.f, 0.f, 0.f};
-    uint32_t mb[2];
-    block_product(m, lt_block(lt, 2 * b + 1, 2 * b), kLtStride, lt_block(lt, 2 * b, 2 * b, h), kLtStride, lane);
+    uint32_t tb[2], mb[2];
+    lh_b(tb, lh, 2 * b, 2 * b, h, lane);
+    lh_product(m, lh, 2 * b + 1, 2 * b, tb, lane);
     acc_to_b(m, mb);
-    block_product(t, lt_block(lt, 2 * b + 1, 2 * b + 1), kLtStride, mb, lane);
-    store_tile(lt_block(lt, 2 * b, 2 * b + 1, h), kLtStride, t, -1.f, lane);
+    lh_product(t, lh, 2 * b + 1, 2 * b + 1, mb, lane);
+    store_tile_f16(lt, 32 * b, 16 * (2 * b + 1) + 8 * h, t, -1.f, lane);
     store_ag_tile(ag, beta, 16 * (2 * b + 1), 32 * b + 8 * h, t, -1.f, lane);
   }
   grp.sync();
@@ -580,22 +582,27 @@ __device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, in
   if (warp < 4) {
     const int c = b;
     float m2[4] = {0.f, 0.f, 0.f, 0.f}, m3[4] = {0.f, 0.f, 0.f, 0.f};
+    uint32_t t0c[2];
     if (c == 0) {
-      block_product(m2, lt_block(lt, 2, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
-      block_product(m3, lt_block(lt, 3, 0), kLtStride, lt_block(lt, 0, 0, h), kLtStride, lane);
-      block_product(m2, lt_block(lt, 2, 1), kLtStride, lt_block(lt, 0, 1, h), kLtStride, lane);
-      block_product(m3, lt_block(lt, 3, 1), kLtStride, lt_block(lt, 0, 1, h), kLtStride, lane);
+      uint32_t t10[2];
+      lh_b(t0c, lh, 0, 0, h, lane);
+      lh_b(t10, lh, 0, 1, h, lane);
+      lh_product(m2, lh, 2, 0, t0c, lane);
+      lh_product(m3, lh, 3, 0, t0c, lane);
+      lh_product(m2, lh, 2, 1, t10, lane);
+      lh_product(m3, lh, 3, 1, t10, lane);
     } else {
-      block_product(m2, lt_block(lt, 2, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
-      block_product(m3, lt_block(lt, 3, 1), kLtStride, lt_block(lt, 1, 1, h), kLtStride, lane);
+      lh_b(t0c, lh, 1, 1, h, lane);
+      lh_product(m2, lh, 2, 1, t0c, lane);
+      lh_product(m3, lh, 3, 1, t0c, lane);
     }
     uint32_t b2[2], b3[2];
     acc_to_b(m2, b2);
     acc_to_b(m3, b3);
     float t2[4] = {0.f, 0.f, 0.f, 0.f}, t3[4] = {0.f, 0.f, 0.f, 0.f};
-    block_product(t2, lt_block(lt, 2, 2), kLtStride, b2, lane);
-    block_product(t3, lt_block(lt, 2, 3), kLtStride, b2, lane);
-    block_product(t3, lt_block(lt, 3, 3), kLtStride, b3, lane);
+    lh_product(t2, lh, 2, 2, b2, lane);
+    lh_product(t3, lh, 2, 3, b2, lane);
+    lh_product(t3, lh, 3, 3, b3, lane);
     store_ag_tile(ag, beta, 32, 16 * c + 8 * h, t2, -1.f, lane);
     store_ag_tile(ag, beta, 48, 16 * c + 8 * h, t3, -1.f, lane);
   }
@@ -618,8 +625,7 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
   store_row_block<false, BV, Kern>(grp, smem, buf, scale, kt);
   issue_product_wgmma<BV, Kern>(qt, smem, stage, true);
   __syncwarp();
-  invert_diagonal_block(reinterpret_cast<float*>(smem + L.lt), smem + L.ag(buf), scalar_vec<BV, Kern>(smem, buf, kBeta),
-                        grp.warp(), grp.tid & 31);
+  invert_diagonal_block(smem + L.lt, smem + L.ag(buf), scalar_vec<BV, Kern>(smem, buf, kBeta), grp.warp(), grp.tid & 31);
   await_product_wgmma(qt);
   store_row_block<true, BV, Kern>(grp, smem, buf, scale, qt);
 }

@@ -40,6 +40,12 @@ __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint3
   ptx::mma_m16n8k16_f32_f16(d, a, b);
 }
 
+// ldmatrix .x2 .trans: two 8 x 8 matrices of 16-bit elements, lanes 0-15 giving the row addresses
+// (ldmatrix.cuh has the .x4 forms), so a B fragment (k16 x n8) from a tile stored [k][n].
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t saddr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(saddr));
+}
+
 // The B fragment (k16 x n8) of a 16 x 8 accumulator tile c used as the next product's right operand:
 // each 8 x 8 half packed to f16, then transposed across the warp (movmatrix): lane (g, t) then holds
 // rows 2t, 2t + 1 of column g. CCCL's cuda::ptx has no movmatrix, hence inline PTX here.

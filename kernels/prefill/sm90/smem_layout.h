@@ -7,7 +7,9 @@
 //   ag[B], pg[B] [64][64] f16 A_g = Gam * A_r * diag(beta) and P_g = scale Gam * (Q^ K^T), same swizzle
 //   v[S]        [64 tokens][block_v + 8] 16-bit, padded rows; each state warp overwrites its own
 //               columns of the current stage with its outputs o before copying them out
-//   lt          [64][68] fp32: L_g = Gam * StrictLower(diag(beta) K^ K^T), inverted in place into Gam * A_r
+//   lt          the inverse of L_g = Gam * StrictLower(diag(beta) K^ K^T) (17,408 bytes): a [64][64] f16
+//               tile in the same swizzle (L's blocks left of the diagonal, the T blocks the merges
+//               read), then the four diagonal 16 x 16 blocks in fp32 (row stride kDiagStride)
 //   scalars[B]  per-token fp32 vectors of the chunk (enum Scalar), then e^G (16 bytes)
 // Three kernels lay it out (SmemLayout's `kernel`):
 //   kPrepKernel   the two-pass schedule's preparation (prep_kernel.cuh): one chunk per CTA (S = B = 1,
@@ -29,7 +31,9 @@ constexpr int kHeadDim = 128;       // K = V = 128: the only head size built so 
 constexpr int kColsPerWarp = 16;    // value columns a state warp owns (one m16 MMA tile)
 constexpr int kQKTileBytes = kChunk * kHeadDim * 2;
 constexpr int kHalfTileBytes = kChunk * 64 * 2;  // one [64][64] swizzled 16-bit tile
-constexpr int kLtStride = kChunk + 4;            // fp32 row stride of lt: rows of 16-byte pieces
+constexpr int kLtStride = kChunk + 4;            // lt's size: [64][68] fp32
+constexpr int kDiagStride = 20;                  // fp32 row stride of lt's diagonal 16 x 16 blocks
+static_assert(kHalfTileBytes + 4 * 16 * kDiagStride * 4 <= kChunk * kLtStride * 4, "lt: the f16 tile, then the diagonal blocks");
 
 // The kernels whose shared memory SmemLayout describes (see above).
 enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2 };
@@ -114,6 +118,8 @@ constexpr bool same_scan_offsets(int bv) {
          a.v_stage == b.v_stage && a.slot_stride == b.slot_stride && b.lt >= a.bytes;
 }
 static_assert(same_scan_offsets(kFusedBlockV), "the fused layout is the scan's plus lt");
+static_assert(SmemLayout(kFusedBlockV, kFusedKernel).lt % 1024 == 0 && SmemLayout(0, kPrepKernel).lt % 1024 == 0,
+              "lt's f16 tile on the swizzle's 1024-byte period");
 static_assert(SmemLayout(64, kScanKernel).ag0 % 1024 == 0 && SmemLayout(0, kPrepKernel).ag0 % 1024 == 0 &&
                   SmemLayout(0, kPrepKernel).pg0 % 1024 == 0,
               "swizzled tiles are 1 KiB aligned");
