@@ -611,14 +611,18 @@ __device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, in
 // L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
 // warpgroup (the fused kernel): K K^T, then Q K^T (issue_product_wgmma), each stored by its row
 // blocks (the tiles above the diagonal are computed and dropped). While Q K^T runs, warp w inverts
-// diagonal block w of lt, which its own L stores wrote, and writes row block w of A_g from it. The
-// q/k tiles were rewritten as f16 by the group's generic stores: each thread fences them to the
-// async proxy, then a group barrier. Ends without a barrier.
-template <int BV, int Kern, class Grp>
+// diagonal block w of lt, which its own L stores wrote, and writes row block w of A_g from it.
+// kNormed: the group rewrote the q/k tiles as f16 (chunk_norms), so each thread fences its stores
+// to the async proxy and a group barrier follows; otherwise the warps that rewrote them fenced
+// before the group learnt of it (the fused kernel's producer, before `normed`), and chunk_scalars'
+// closing barrier already orders the scalars before the stores read them. Ends without a barrier.
+template <int BV, int Kern, bool kNormed, class Grp>
 __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
   constexpr SmemLayout L(BV, Kern);
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  grp.sync();
+  if constexpr (kNormed) {
+    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+    grp.sync();
+  }
   float kt[8][4], qt[8][4];
   issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
   await_product_wgmma(kt);
@@ -639,7 +643,7 @@ __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int
                                               const prefill::Args& a, int rows) {
   chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
   constexpr bool kWgmma = Kern == kFusedKernel;
-  if constexpr (kWgmma) chunk_products_wgmma<BV, Kern>(grp, smem, stage, buf, a.scale);
+  if constexpr (kWgmma) chunk_products_wgmma<BV, Kern, kNorms>(grp, smem, stage, buf, a.scale);
   else chunk_products<In, BV, Kern>(grp, smem, stage, buf, a.scale);
   grp.sync();
   invert_into_ag<kWgmma, BV, Kern>(grp, smem, buf);
