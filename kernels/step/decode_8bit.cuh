@@ -7,14 +7,15 @@
 // per element: the dots are scale x (codes . k^), the update one multiply and one multiply-add
 // per element from the code value, x' = (decay scale) c + d k^.
 // The updated row is stored as codes with a new scale, the host quantizer's steps
-// (core/state_quant.h): absmax over the row's 8 lanes (a butterfly max), r = Q / absmax and
-// scale = absmax / Q (IEEE divisions; the scale's once per lane for the whole tile, lane cl
-// computing row rg + 4 cl's), codes = RNE(x r) saturated.
+// (core/state_quant.h): absmax over the row's 8 lanes (a butterfly max), the row's inverse r and
+// scale (core/row_scale.h; the scale once per lane for the whole tile, lane cl computing row
+// rg + 4 cl's), codes = RNE(x r) saturated.
 // A separate template, so the fp32 and bf16 builds of decode_vk_kernel are untouched.
 #pragma once
 
 #include <cuda_fp16.h>
 
+#include "core/row_scale.h"
 #include "step/cvt_e4m3.cuh"
 #include "step/int8_codes.h"
 #include "step/kernel.cuh"
@@ -23,7 +24,8 @@ namespace gdn::step {
 
 // fp8 e4m3 codes: 16 per 16-byte chunk, converted two at a time (cvt e4m3x2 <-> f16x2 / f32x2).
 struct Fp8Codes {
-  static constexpr float kQ = 448.f;
+  // The row's scale and its inverse (core/row_scale.h).
+  __device__ static quant::RowScale row_scale(float amax) { return quant::fp8_row_scale(amax); }
   // The 4 code values of a word, unscaled (exact).
   __device__ static void values4(uint32_t w, float* f) {
     const uint32_t a = ptx::e4m3x2_to_f16x2<false>(w), b = ptx::e4m3x2_to_f16x2<true>(w);
@@ -53,7 +55,7 @@ struct Fp8Codes {
 
 // int8 codes (-127..127): 16 per chunk, by byte permutes and fp32 adds (step/int8_codes.h).
 struct Int8Codes {
-  static constexpr float kQ = 127.f;
+  __device__ static quant::RowScale row_scale(float amax) { return quant::int8_row_scale(amax); }
   __device__ static void values4(uint32_t w, float* f) {
     const uint32_t flipped = w ^ int8_codes::kFlip;
 #pragma unroll
@@ -151,13 +153,13 @@ __global__ void __launch_bounds__(W * 32, decode_vk_8bit_min_warps(ROWS) / W)
     amax = max_lanes<1, LPR>(amax);
     if (a.update_state) {
       uint32_t c[4];
-      Q::template narrow_words<4>(x, amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f, c);
+      Q::template narrow_words<4>(x, Q::row_scale(amax).inv, c);
       M::store16(codes + row(r) * kHeadK + cl * E, make_uint4(c[0], c[1], c[2], c[3]));
     }
     if (cl == r) my_amax = amax;
     if (cl == 0) o[rg + RPI * r] = f32_to_bf16_bits(g.decay * pq + d * kq);
   }
-  if (a.update_state && holds_scale) scales[row(cl)] = __fdiv_rn(my_amax, Q::kQ);
+  if (a.update_state && holds_scale) scales[row(cl)] = Q::row_scale(my_amax).scale;
 }
 
 // The T-token vk kernel for 8-bit pools (mtp: cache, rollback, read-only): step_vk_kernel with the

@@ -151,7 +151,7 @@ template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
 #pragma unroll
       for (int e = 0; e < KPL; ++e) m = fmaxf(m, fabsf(s[r][e]));
       const float amax = max_lanes<1, LPR>(c * m);
-      const float inv = amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f;
+      const float inv = Q::row_scale(amax).inv;
       const int row = row0 + rg + RPI * r;
       float x[KPL];
 #pragma unroll
@@ -160,7 +160,7 @@ template <class TS, int ROWS, class Q = void> struct VkTile : VkGeom<TS, ROWS> {
       Q::template narrow_words<NC>(x, inv, w);
 #pragma unroll
       for (int ch = 0; ch < NC; ++ch) M::store4(codes + row * kHeadK + (cl + LPR * ch) * E, w[ch]);
-      if (cl == 0) scales[row] = __fdiv_rn(amax, Q::kQ);
+      if (cl == 0) scales[row] = Q::row_scale(amax).scale;
     }
   }
 

@@ -13,8 +13,9 @@
 // two bf16 halves: half the dot MMAs and no split arithmetic), and its update starts from
 // (a_C scale) codes; from then on the tile holds the state in fp32, as the fp32 pool's build.
 // Store: the host quantizer's steps (core/state_quant.h): absmax over the row (32 values per
-// lane, then a max over the quad's 4 lanes), r = Q / absmax and scale = absmax / Q by IEEE
-// division, codes RNE(x r) saturated (Fp8Codes / Int8Codes of decode_8bit.cuh).
+// lane, then a max over the quad's 4 lanes), the row's scale and inverse r (core/row_scale.h:
+// fp8's power of two, int8's IEEE quotients), codes RNE(x r) saturated (Fp8Codes / Int8Codes of
+// decode_8bit.cuh).
 // A separate template, so the fp32 and bf16 builds of step_vk_mma_kernel are untouched.
 #pragma once
 
@@ -53,7 +54,7 @@ template <class Q> struct CodeTile : ScaledTile {
 #pragma unroll
       for (int n = 0; n < 2 * kSteps; ++n) m = fmaxf(m, fmaxf(fabsf(s[n][2 * r]), fabsf(s[n][2 * r + 1])));
       const float amax = max_lanes<1, 4>(m);  // the row's 4 lanes: one quad
-      const float inv = amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f;
+      const float inv = Q::row_scale(amax).inv;
       float x[4 * kSteps];
 #pragma unroll
       for (int j = 0; j < kSteps; ++j)
@@ -63,7 +64,7 @@ template <class Q> struct CodeTile : ScaledTile {
       Q::template narrow_words<kSteps>(x, inv, w);
 #pragma unroll
       for (int j = 0; j < kSteps; ++j) M::store4(codes + (g + 8 * r) * kHeadK + ph<1>(t, j, 0), w[j]);
-      if (t == 0) scales[g + 8 * r] = __fdiv_rn(amax, Q::kQ);
+      if (t == 0) scales[g + 8 * r] = Q::row_scale(amax).scale;
     }
   }
 };

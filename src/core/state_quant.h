@@ -3,9 +3,10 @@
 // variants, the input generator and the drift estimate share these functions, so every host path
 // quantizes a row the same way; the CUDA kernels follow the same steps (kernels/step/README.md).
 //
-// quantize_row: a = max |x_i| (fp32); s = a / Q and r = Q / a (IEEE fp32 divisions; s = r = 0 for
-// a zero row); code_i = RNE(x_i * r), saturated to +-Q (Q = 448 for fp8 e4m3, 127 for int8, so
-// the int8 code -128 never occurs). A value is code * s. Stochastic rounding (the same steps with
+// quantize_row: a = max |x_i| (fp32); the row's scale s and its inverse r (core/row_scale.h: fp8's
+// power of two, int8's IEEE quotients a / 127 and 127 / a; s = r = 0 for a zero row); code_i =
+// RNE(x_i * r), saturated to +-Q (Q = 448 for fp8 e4m3, 127 for int8, so the int8 code -128 never
+// occurs). A value is code * s. Stochastic rounding (the same steps with
 // code_i one of the two neighbours of x_i * r, drawn unbiased) is measured by the drift estimate
 // only: no pool stores that way (docs/state-8bit.md).
 #pragma once
@@ -17,6 +18,7 @@
 #include <limits>
 
 #include "core/half.h"
+#include "core/row_scale.h"
 #include "core/types.h"
 
 namespace gdn::quant {
@@ -97,6 +99,24 @@ inline uint8_t encode_stochastic(DType d, float y, float u) {
   return sign | uint8_t(u < (a - lo) / (hi - lo) ? lo_code + 1 : lo_code);
 }
 
+// The row scale of format d (core/row_scale.h).
+inline RowScale row_scale(DType d, float absmax) {
+  return d == DType::fp8e4m3 ? fp8_row_scale(absmax) : int8_row_scale(absmax);
+}
+
+// Whether a stored fp8 row follows the writers' rule (docs/method.md 2.5): scale 0 with zero codes,
+// or a power of two 2^e whose largest code is in [224, 448] (below 224 only at the clamp e = -119).
+// A reader cannot tell the rule from the values; the verifier checks it on every written row.
+inline bool fp8_row_follows_rule(const uint8_t* codes, int64_t n, float scale) {
+  float m = 0.f;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, std::fabs(fp8e4m3_to_float(codes[i])));
+  if (scale == 0.f) return m == 0.f;
+  const uint32_t bits = float_to_bits(scale);
+  if ((bits & 0x807fffffu) != 0 || bits == 0) return false;  // a positive normal power of two
+  const int e = int(bits >> 23) - 127;
+  return e >= -119 && e <= 120 && m <= 448.f && (m >= 224.f || e == -119);
+}
+
 // Codes of n values and the row's scale (returned); code(i, y) encodes element i's y = x_i * r.
 template <class Code> inline float quantize_row_with(DType d, const float* x, int64_t n, uint8_t* codes, Code&& code) {
   float a = 0.f;
@@ -105,9 +125,9 @@ template <class Code> inline float quantize_row_with(DType d, const float* x, in
     std::fill_n(codes, n, uint8_t{0});
     return 0.f;
   }
-  const float q = qmax(d), r = q / a;
-  for (int64_t i = 0; i < n; ++i) codes[i] = code(i, x[i] * r);
-  return a / q;
+  const RowScale rs = row_scale(d, a);
+  for (int64_t i = 0; i < n; ++i) codes[i] = code(i, x[i] * rs.inv);
+  return rs.scale;
 }
 
 // Codes of n values rounded to nearest, and the row's scale (returned).

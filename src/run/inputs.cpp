@@ -242,8 +242,11 @@ void fill_input_range(const Shape& s, const TensorSpec& spec, void* dst, uint64_
     const DType codes = s.state_dtype;
     if (!quant::is_8bit(codes) || spec.dtype != DType::f32)
       throw std::invalid_argument("tensor '" + spec.name + "' holds the f32 scales of an 8-bit pool");
-    for (int64_t i = begin; i < end; ++i)
-      static_cast<float*>(dst)[i] = float(4.0 / quant::qmax(codes) * std::exp2(2.0 * st.uniform(i) - 1.0));
+    // Scales spread over a factor of four around 4 / Q; fp8's are powers of two, as its format's.
+    for (int64_t i = begin; i < end; ++i) {
+      const double x = 4.0 / quant::qmax(codes) * std::exp2(2.0 * st.uniform(i) - 1.0);
+      static_cast<float*>(dst)[i] = float(codes == DType::fp8e4m3 ? std::exp2(std::floor(std::log2(x))) : x);
+    }
     return;
   }
   if (!is_float(spec.dtype))

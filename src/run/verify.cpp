@@ -5,12 +5,15 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <optional>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/checkpoints.h"
 #include "core/slot.h"
 #include "core/errors.h"
+#include "core/state_quant.h"
 #include "run/inputs.h"
 #include "run/runner.h"
 
@@ -259,6 +262,46 @@ std::vector<TensorCheck> check_step(const Problem& p, const std::vector<Toleranc
   return out;
 }
 
+// fp8 pools: every row a variant wrote (the named slots, the checkpoints, the mtp cache) follows the
+// writers' rule of its scale (quant::fp8_row_follows_rule), over every head: values within
+// tolerance do not show a scale of absmax / 448, which drifts differently (docs/state-8bit.md).
+std::optional<TensorCheck> check_fp8_scale_rule(const Problem& p) {
+  const Shape& s = p.shape();
+  if (s.state_dtype != DType::fp8e4m3 || !p.results().has("pool_scale")) return std::nullopt;
+  const int64_t rows_per_slot = int64_t(s.h_v) * s.dv, K = s.dk;
+  const auto& idx = p.inputs().at("indices");
+  std::set<int64_t> slots;
+  const bool writes_pool = s.op != OpKind::mtp || s.update_state;
+  const int64_t entries = s.op == OpKind::prefill ? int64_t(s.seqlens.size()) : s.batch;
+  for (int64_t b = 0; writes_pool && b < entries; ++b)
+    if (const int64_t slot = slot_at(idx.data, idx.spec.dtype, b); slot >= 0) slots.insert(slot);
+  if (p.inputs().has("checkpoint_indices")) {
+    const auto& table = p.inputs().at("checkpoint_indices");
+    const int64_t J = checkpoint_columns(s);
+    for (int64_t n = 0; n < int64_t(s.seqlens.size()); ++n)
+      for (int64_t j = 0; j < int64_t(checkpoint_positions(s, n).size()); ++j)
+        if (const int64_t slot = slot_at(table.data, table.spec.dtype, n * J + j); slot >= 0) slots.insert(slot);
+  }
+  TensorCheck c;
+  c.tensor = "pool_scale";
+  c.tolerance = 0;
+  int64_t off = 0;
+  auto check_rows = [&](const Tensor& codes, const Tensor& scales, int64_t row0, int64_t rows) {
+    for (int64_t r = row0; r < row0 + rows; ++r, ++c.checked)
+      if (!quant::fp8_row_follows_rule(static_cast<const uint8_t*>(codes.data) + r * K, K, static_cast<const float*>(scales.data)[r])) ++off;
+  };
+  for (int64_t slot : slots) check_rows(p.results().at("pool"), p.results().at("pool_scale"), slot * rows_per_slot, rows_per_slot);
+  if (p.results().has("intermediate_scale")) {
+    const auto& im_scales = p.results().at("intermediate_scale");
+    check_rows(p.results().at("intermediate"), im_scales, 0, im_scales.numel());
+  }
+  if (c.checked == 0) return std::nullopt;
+  c.rel_l2 = double(off) / double(c.checked);  // the share of written rows off the rule
+  c.max_abs = double(off);
+  c.pass = off == 0;
+  return c;
+}
+
 }  // namespace
 
 ref::Selection choose_selection(const Shape& s, std::optional<int> verify_heads, double budget, std::string& scope) {
@@ -296,6 +339,7 @@ Verification check_outputs(const Problem& p, const std::vector<Tolerance>& tols,
   Verification v;
   v.ran = true;
   v.checks = p.shape().op == OpKind::prefill ? check_prefill(p, tols, sel, threads) : check_step(p, tols, sel, threads);
+  if (auto rule = check_fp8_scale_rule(p)) v.checks.push_back(*rule);
   v.pass = !v.checks.empty();
   for (auto& c : v.checks) v.pass = v.pass && c.pass;
   return v;

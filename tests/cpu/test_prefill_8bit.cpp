@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -188,7 +189,9 @@ TEST(Prefill8bit, StressInputsVerify) {
 }
 
 // A prompt split at a checkpoint continues from the quantized checkpoint: o and the final state
-// stay within the 8-bit tolerance of the unsplit prompt (the split adds one quantization).
+// stay within the 8-bit tolerance of the unsplit prompt (the split adds one quantization). The
+// outputs after the split show that quantization; the final state may not, where the decay has
+// shrunk it below the final store's rounding (fp8's power-of-two scale does not move with it).
 TEST(Prefill8bit, APromptSplitAtACheckpointContinuesToTheUnsplitResult) {
   auto backend = make_cpu_backend(2);
   for (DType d : {DType::fp8e4m3, DType::i8})
@@ -199,7 +202,9 @@ TEST(Prefill8bit, APromptSplitAtACheckpointContinuesToTheUnsplitResult) {
       const auto c = test::continue_from_checkpoint(variant("prefill/cpu"), *backend, s, p, 21);
       EXPECT_LT(c.o_rel, 1e-2);
       EXPECT_LT(c.state_rel, 1e-2);
-      EXPECT_FALSE(c.state_identical);  // the checkpoint was quantized, and the split shows it
+      EXPECT_FALSE(c.o_identical);  // the checkpoint was quantized, and the split shows it
+      std::printf("  %s split at %lld: o %.2e, state %.2e%s\n", std::string(to_string(d)).c_str(), static_cast<long long>(p),
+                  c.o_rel, c.state_rel, c.state_identical ? " (identical)" : "");
     }
 }
 
@@ -222,8 +227,8 @@ TEST(Prefill8bit, AWrongCheckpointScaleFailsVerification) {
   const auto v = check_outputs(p, effective_tolerances(s, variant("prefill/cpu").tolerances), sel, 2);
   EXPECT_FALSE(v.pass);
   for (const auto& c : v.checks)
-    if (c.tensor == "checkpoints") EXPECT_FALSE(c.pass) << c.rel_l2;
-    else EXPECT_TRUE(c.pass) << c.tensor;
+    if (c.tensor == "checkpoints" || c.tensor == "pool_scale") EXPECT_FALSE(c.pass) << c.tensor << " " << c.rel_l2;
+    else EXPECT_TRUE(c.pass) << c.tensor;  // 1.25 is no power of two: the scale rule fails too
 }
 
 TEST(Prefill8bit, ByteModelCountsCodesAndRowScalesOfEveryStateMoved) {

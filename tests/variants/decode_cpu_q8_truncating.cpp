@@ -33,7 +33,6 @@ void normalised(const uint16_t* x, int n, bool l2norm, float mul, std::vector<fl
 
 void launch(const Shape& s, const TensorSet& t, const LaunchContext&) {
   const auto a = decode::make_args(s, t);
-  const float Q = quant::qmax(a.state_dtype);
   std::vector<float> q(size_t(a.K)), k(size_t(a.K)), row(size_t(a.K));
   for (int64_t b = 0; b < a.B; ++b)
     for (int h = 0; h < a.HV; ++h) {
@@ -60,9 +59,9 @@ void launch(const Shape& s, const TensorSet& t, const LaunchContext&) {
           out += row[size_t(i)] * q[size_t(i)], absmax = std::max(absmax, std::fabs(row[size_t(i)]));
         }
         o[j] = float_to_bf16(out);
-        const float inv = absmax > 0 ? Q / absmax : 0.f;
-        for (int i = 0; i < a.K; ++i) codes[i] = truncated_code(a.state_dtype, row[size_t(i)] * inv);
-        a.pool_scale[r] = absmax / Q;
+        const quant::RowScale rs = quant::row_scale(a.state_dtype, absmax);
+        for (int i = 0; i < a.K; ++i) codes[i] = truncated_code(a.state_dtype, row[size_t(i)] * rs.inv);
+        a.pool_scale[r] = rs.scale;
       }
     }
 }

@@ -3,8 +3,8 @@
 // of S^T (state_warp.cuh: s[nt][e], value column lc + g + 8 (e / 2), head dim 8 nt + 2t + (e % 2))
 // put each value row on the 4 lanes of a quad, 32 values a lane, so a row's absmax is the lane's
 // max over its 32 values and then a max over the quad (two shuffles).
-// The steps are the host quantizer's (src/core/state_quant.h): absmax a; scale = a / Q and
-// r = Q / a (IEEE divisions; all codes 0 and scale 0 for a zero row); code = RNE(x r) saturated
+// The steps are the host quantizer's (src/core/state_quant.h): absmax a; the row's scale and
+// inverse r (core/row_scale.h; all codes 0 and scale 0 for a zero row); code = RNE(x r) saturated
 // to +-Q (fp8 e4m3: cvt.rn.satfinite, NaN -> 0x7f; int8: clamp then round, NaN -> 0). Loading
 // widens code x scale (one fp32 multiply, exact for the code, rounded once as on the host).
 // The state is read once per sequence and written once per checkpoint and at the end, so the
@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "core/row_scale.h"
 #include "core/slot.h"
 #include "prefill/op.h"
 #include "prefill/sm90/smem_layout.h"
@@ -23,7 +24,8 @@
 namespace gdn::sm90 {
 
 struct Fp8Format {
-  static constexpr float kQ = 448.f;
+  // The row's scale and its inverse (core/row_scale.h).
+  __device__ __forceinline__ static quant::RowScale row_scale(float amax) { return quant::fp8_row_scale(amax); }
   __device__ __forceinline__ static float value(uint32_t c) {
     return __half2float(__half(__nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t(c), __NV_E4M3)));
   }
@@ -32,6 +34,7 @@ struct Fp8Format {
 
 struct Int8Format {
   static constexpr float kQ = 127.f;
+  __device__ __forceinline__ static quant::RowScale row_scale(float amax) { return quant::int8_row_scale(amax); }
   __device__ __forceinline__ static float value(uint32_t c) { return float(int8_t(uint8_t(c))); }
   __device__ __forceinline__ static uint32_t code(float y) {
     if (y != y) return 0u;
@@ -97,7 +100,7 @@ template <class Q> __device__ __forceinline__ void store_8bit(const float (&s)[k
     for (int nt = 0; nt < kHeadDim / 8; ++nt) amax = fmaxf(amax, fmaxf(fabsf(s[nt][2 * half]), fabsf(s[nt][2 * half + 1])));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
     amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    const float rq = amax > 0.f ? __fdiv_rn(Q::kQ, amax) : 0.f;
+    const float rq = Q::row_scale(amax).inv;
     uint8_t* row = r.codes + int64_t(v) * kHeadDim + 2 * t;
 #pragma unroll
     for (int nt = 0; nt < kHeadDim / 8; ++nt) {
@@ -105,7 +108,7 @@ template <class Q> __device__ __forceinline__ void store_8bit(const float (&s)[k
       const uint32_t pair = amax > 0.f ? Q::code(__fmul_rn(s[nt][2 * half], rq)) | Q::code(__fmul_rn(s[nt][2 * half + 1], rq)) << 8 : 0u;
       *reinterpret_cast<uint16_t*>(row + 8 * nt) = uint16_t(pair);
     }
-    if (t == 0) r.scales[v] = __fdiv_rn(amax, Q::kQ);
+    if (t == 0) r.scales[v] = Q::row_scale(amax).scale;
   }
 }
 
