@@ -609,22 +609,18 @@ __device__ __forceinline__ void invert_into_ag(const Grp& grp, uint8_t* smem, in
 }
 
 // L into lt and P_g into pg of buffer `buf` on wgmma, for a preparation that is one whole
-// warpgroup (the fused kernel): K K^T, then Q K^T (issue_product_wgmma), each stored by its row
-// blocks (the tiles above the diagonal are computed and dropped). While Q K^T runs, warp w inverts
-// diagonal block w of lt, which its own L stores wrote, and writes row block w of A_g from it.
-// kNormed: the group rewrote the q/k tiles as f16 (chunk_norms), so each thread fences its stores
-// to the async proxy and a group barrier follows; otherwise the warps that rewrote them fenced
-// before the group learnt of it (the fused kernel's producer, before `normed`), and chunk_scalars'
-// closing barrier already orders the scalars before the stores read them. Ends without a barrier.
-template <int BV, int Kern, bool kNormed, class Grp>
-__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale) {
+// warpgroup (the fused kernel), K K^T already issued into kt (before the scalars, which it does
+// not need): each product stored by its row blocks (the tiles above the diagonal are computed and
+// dropped). While Q K^T runs, warp w inverts diagonal block w of lt, which its own L stores wrote,
+// and writes row block w of A_g from it. The q/k tiles were rewritten and fenced by the warps
+// that normed them before the group learnt of it (the fused kernel's producer, before `normed`),
+// and chunk_scalars' closing barrier orders the scalars before the stores read them. Ends
+// without a barrier.
+template <int BV, int Kern, class Grp>
+__device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* smem, int stage, int buf, float scale,
+                                                     float (&kt)[8][4]) {
   constexpr SmemLayout L(BV, Kern);
-  if constexpr (kNormed) {
-    cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-    grp.sync();
-  }
-  float kt[8][4], qt[8][4];
-  issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
+  float qt[8][4];
   await_product_wgmma(kt);
   store_row_block<false, BV, Kern>(grp, smem, buf, scale, kt);
   issue_product_wgmma<BV, Kern>(qt, smem, stage, true);
@@ -635,16 +631,24 @@ __device__ __forceinline__ void chunk_products_wgmma(const Grp& grp, uint8_t* sm
 }
 
 // The whole preparation of chunk `stage` (its copies landed and visible to the group) into buffer
-// `buf`: scalars, K K^T and Q K^T (on wgmma in the fused kernel, with the diagonal blocks of the
-// inverse under Q K^T; else mma.sync), the inverse and A_g. Ends without a barrier. kNorms false:
-// chunk_norms has run on the chunk already (by other warps, whose writes are visible to the group).
+// `buf`: scalars, K K^T and Q K^T (on wgmma in the fused kernel: K K^T issued first, under the
+// scalars, and the diagonal blocks of the inverse under Q K^T; else mma.sync), the inverse and
+// A_g. Ends without a barrier. kNorms false: chunk_norms has run on the chunk already (by other
+// warps, whose writes are visible to the group; the fused kernel's only form).
 template <class In, int BV, int Kern, bool kNorms = true, class Grp>
 __device__ __forceinline__ void prepare_chunk(const Grp& grp, uint8_t* smem, int stage, int buf, const dev::GateIn& gate,
                                               const prefill::Args& a, int rows) {
-  chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
   constexpr bool kWgmma = Kern == kFusedKernel;
-  if constexpr (kWgmma) chunk_products_wgmma<BV, Kern, kNorms>(grp, smem, stage, buf, a.scale);
-  else chunk_products<In, BV, Kern>(grp, smem, stage, buf, a.scale);
+  static_assert(!(kWgmma && kNorms), "the fused kernel's producer norms the tiles");
+  if constexpr (kWgmma) {
+    float kt[8][4];
+    issue_product_wgmma<BV, Kern>(kt, smem, stage, false);
+    chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
+    chunk_products_wgmma<BV, Kern>(grp, smem, stage, buf, a.scale, kt);
+  } else {
+    chunk_scalars<In, BV, Kern, kNorms>(grp, smem, stage, buf, gate, a, rows);
+    chunk_products<In, BV, Kern>(grp, smem, stage, buf, a.scale);
+  }
   grp.sync();
   invert_into_ag<kWgmma, BV, Kern>(grp, smem, buf);
 }
