@@ -331,6 +331,11 @@ TEST(StateQuant, AnFp8ScaleOffTheRuleFailsVerification) {
     }
     const auto bad = check_outputs(p, effective_tolerances(s, v.tolerances), {}, 2);
     EXPECT_FALSE(bad.pass) << to_string(op);
+    CaseRecord rec;  // the table's failure line counts rows, not a relative error
+    rec.case_name = "q8", rec.variant = v.name, rec.mode = "cold", rec.status = CaseStatus::verify_failed;
+    rec.shape = s, rec.verify = bad;
+    const std::string table = format_tables({rec}, true, 1000);
+    EXPECT_NE(table.find("written fp8 rows off the scale rule"), std::string::npos) << table;
     for (const auto& c : bad.checks)
       if (c.tensor == "pool_scale" || c.tensor == "pool") EXPECT_FALSE(c.pass) << to_string(op) << " " << c.tensor;
       else EXPECT_TRUE(c.pass) << to_string(op) << " " << c.tensor;
