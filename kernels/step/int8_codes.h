@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/half.h"
+#include "core/float_bits.h"
 #include "core/host_device.h"
 
 namespace gdn::step::int8_codes {
@@ -16,21 +16,6 @@ constexpr uint32_t kFlip = 0x80808080u;      // x ^ 0x80 maps a code b (-128..12
 constexpr uint32_t kTwo23 = 0x4b000000u;     // 2^23 as fp32 bits: 2^23 + n for a low byte n
 constexpr float kWidenBias = 8388736.f;      // 2^23 + 128
 constexpr float kRoundBias = 12582912.f;     // 1.5 x 2^23: y + this rounds y to an integer, ties to even
-
-GDN_HD float as_float(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  return bits_to_float(u);
-#endif
-}
-GDN_HD uint32_t as_bits(float f) {
-#if defined(__CUDA_ARCH__)
-  return __float_as_uint(f);
-#else
-  return float_to_bits(f);
-#endif
-}
 
 // PTX prmt (default mode): byte k of the result is byte (s >> 4k) & 7 of the pair (y:x).
 GDN_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
@@ -47,14 +32,14 @@ GDN_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 // Code i (0..3) of a word whose bytes were flipped by kFlip, as an exact float:
 // 2^23 + (b + 128) built from the byte, less 2^23 + 128.
 GDN_HD float widen(uint32_t flipped, int i) {
-  return as_float(byte_perm(flipped, kTwo23, 0x7540u | uint32_t(i))) - kWidenBias;
+  return bits_to_float(byte_perm(flipped, kTwo23, 0x7540u | uint32_t(i))) - kWidenBias;
 }
 
 // y = x r of a finite row with r = 127 / absmax (or 0): |y| <= 127 (1 + 2^-24)^2 < 127.5, so
 // y + kRoundBias is 1.5 x 2^23 + RNE(y) exactly and its low byte is the code. The fp32 bits of
 // four such sums -> one word of four codes, the first in the lowest byte.
 GDN_HD uint32_t pack(float z0, float z1, float z2, float z3) {
-  const uint32_t lo = byte_perm(as_bits(z0), as_bits(z1), 0x0040u), hi = byte_perm(as_bits(z2), as_bits(z3), 0x0040u);
+  const uint32_t lo = byte_perm(float_to_bits(z0), float_to_bits(z1), 0x0040u), hi = byte_perm(float_to_bits(z2), float_to_bits(z3), 0x0040u);
   return byte_perm(lo, hi, 0x5410u);
 }
 // The add is never fused with the multiply that made y (__fadd_rn): the host rounds x r first.

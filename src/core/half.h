@@ -7,20 +7,11 @@
 #include <cstring>
 
 #include "core/bf16_bits.h"
+#include "core/float_bits.h"
 #include "core/types.h"
 
 namespace gdn {
 
-inline float bits_to_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t float_to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
 
 inline float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
 inline uint16_t float_to_bf16(float f) { return bf16_bits_rne(float_to_bits(f)); }

@@ -13,8 +13,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 
+#include "core/float_bits.h"
 #include "core/host_device.h"
 
 namespace gdn::quant {
@@ -22,18 +22,6 @@ namespace gdn::quant {
 struct RowScale {
   float scale, inv;
 };
-
-GDN_HD uint32_t f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return u;
-}
-
-GDN_HD float f32_from_bits(uint32_t u) {
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 // e for a finite absmax > 0, from its bits: absmax = 1.f x 2^E and 448 = 1.75 x 2^8, so e = E - 8,
 // plus one where the mantissa passes 1.75.
@@ -44,8 +32,8 @@ GDN_HD int fp8_scale_exponent(uint32_t absmax_bits) {
 
 GDN_HD RowScale fp8_row_scale(float absmax) {
   if (!(absmax > 0.f) || absmax > 3.402823466e38f) return {absmax / 448.f, 0.f};
-  const int e = fp8_scale_exponent(f32_bits(absmax));
-  return {f32_from_bits(uint32_t(e + 127) << 23), f32_from_bits(uint32_t(127 - e) << 23)};
+  const int e = fp8_scale_exponent(float_to_bits(absmax));
+  return {bits_to_float(uint32_t(e + 127) << 23), bits_to_float(uint32_t(127 - e) << 23)};
 }
 
 GDN_HD RowScale int8_row_scale(float absmax) { return {absmax / 127.f, absmax > 0.f ? 127.f / absmax : 0.f}; }

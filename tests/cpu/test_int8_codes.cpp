@@ -47,15 +47,15 @@ TEST(Int8Codes, RoundingMatchesTheHostAtEveryBoundary) {
   std::vector<float> ys;
   for (int k = -255; k <= 255; ++k) {
     const float centre = 0.5f * float(k);
-    uint32_t u = ic::as_bits(std::fabs(centre));
+    uint32_t u = float_to_bits(std::fabs(centre));
     for (int d = -64; d <= 64; ++d) {
       if (d < 0 && u < uint32_t(-d)) continue;
-      const float m = ic::as_float(u + d);
+      const float m = bits_to_float(u + d);
       ys.push_back(centre < 0 ? -m : m);
     }
   }
-  const uint32_t top = ic::as_bits(127.5f);
-  for (uint32_t u = 0; u <= top; u += 97) ys.push_back(ic::as_float(u)), ys.push_back(-ic::as_float(u));
+  const uint32_t top = float_to_bits(127.5f);
+  for (uint32_t u = 0; u <= top; u += 97) ys.push_back(bits_to_float(u)), ys.push_back(-bits_to_float(u));
   int checked = 0;
   for (float y : ys) {
     if (std::fabs(y) >= 127.5f) continue;
@@ -95,7 +95,7 @@ TEST(Int8Codes, RowsQuantizeAsTheHostQuantizer) {
     const bool finite_r = r <= std::numeric_limits<float>::max();
     special_rows += !finite_r;
     for (int e = 0; e < 128; ++e) ASSERT_EQ(kernel_code(x[e] * r, finite_r), want[e]) << "row " << row << " e " << e;
-    EXPECT_EQ(ic::as_bits(amax / 127.f), ic::as_bits(want_scale)) << "row " << row;
+    EXPECT_EQ(float_to_bits(amax / 127.f), float_to_bits(want_scale)) << "row " << row;
   }
   EXPECT_GT(special_rows, 0) << "no row took the overflowed-scale form";
 }
