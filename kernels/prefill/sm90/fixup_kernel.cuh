@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "common/ptx/cp_async.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/pool_8bit.cuh"
@@ -44,8 +45,8 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
   float* const part = S + kFixupNFloats;                         // [slice][K][kFixupCols], the slices' sums
   // A programmatic dependent of the transition pass (Plan::pdl): the scan may start its CTAs, and
   // this grid waits here for the maps and flags. Without PDL both return at once.
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
+  ptx::pdl_trigger();
+  ptx::pdl_wait();
   const int tid = int(threadIdx.x);
   constexpr int kBlocks = kHeadDim / kFixupCols;
   const int64_t cta = blockIdx.x;

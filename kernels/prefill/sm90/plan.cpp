@@ -85,6 +85,10 @@ std::string unsupported_reason(const Shape& s) {
   return "";
 }
 
+bool prep_group_wins(const Batch& b, int sm_count) {
+  return b.H > 0 && b.HV >= 2 * b.H && 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
+}
+
 Plan choose(const Batch& b, int sm_count, Schedule schedule) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   Plan p;
@@ -99,7 +103,7 @@ Plan choose(const Batch& b, int sm_count, Schedule schedule) {
   // whole call against per value head: all 19 16/32 cells 0.92-0.97x; the 19 GVA 3-4 cells of
   // 258-544 CTAs 0.87-0.99x; 2/8 1x4096 (130 CTAs) 1.06x, 4/16 1x2048 (132) 1.08x, 2/8 1x2048 (66)
   // 1.10x.
-  p.prep_group = b.H > 0 && b.HV >= 2 * b.H && 2 * slot_count(b.tokens, b.sequences) * b.H >= 3 * int64_t(sm_count);
+  p.prep_group = prep_group_wins(b, sm_count);
   const bool prep_one_wave = p.prep_grid(b) <= int64_t(kPrepCtasPerSm) * sm_count;
   // Bulk slot writes where the preparation's grid is more than one wave of four CTAs per SM: the
   // single thread's wait for its copies is hidden by the other CTAs there, not in one wave (H100:

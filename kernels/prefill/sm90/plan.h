@@ -103,6 +103,9 @@ std::string unsupported_reason(const Shape& s);
 // (K K^T, the inverse, Q K^T) once per V-block. Unsplit (choose_context_parallel splits). fused:
 // block_v 128, one CTA per (sequence, value head), each chunk prepared once.
 Plan choose(const Batch& b, int sm_count, Schedule schedule);
+// The preparation kernel per q/k head (Plan::prep_group): GVA 2 or more and one and a half CTAs
+// per SM in its grid (plan.cpp has the measurements).
+bool prep_group_wins(const Batch& b, int sm_count);
 // The default plan: two_pass (choose_context_parallel of its own plan), or fused where fused_wins.
 Plan choose(const Batch& b, int sm_count);
 // The fused schedule instead of the two-pass plan `two_pass`: GVA 1 or 2, two_pass unsplit, one

@@ -18,6 +18,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/opaque.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
@@ -37,6 +38,7 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
   constexpr int NT = kPrepKernelThreads;
   constexpr SmemLayout L(0, kPrepKernel);
   uint8_t* out = ws + slot_offset(slot, h, HV);
+#if __CUDA_ARCH__ >= 900  // bulk copies are sm_90+; the sm_80 family's plans never ask for them
   if (bulk) {
     if (tid == 0) {
       namespace cp = cuda::ptx;
@@ -48,6 +50,7 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
     }
     return;
   }
+#endif
   for (int e = tid; e < kSlotBytes / 16; e += NT) {
     const int at = 16 * e;  // A_g, P_g, the scalars, whole and in order
     const uint8_t* src = at >= kSlotScalars     ? smem + L.scalars(0) + (at - kSlotScalars)
@@ -59,15 +62,18 @@ __device__ __forceinline__ void write_slot(const uint8_t* smem, uint8_t* ws, int
 // Before the barrier that precedes write_slot: this thread's shared-memory writes made visible to
 // the bulk copies (the async proxy).
 __device__ __forceinline__ void fence_slot_writes(bool bulk) {
+#if __CUDA_ARCH__ >= 900
   if (bulk) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+#endif
 }
 
+// The body of the preparation kernels (prefill_sm90_prep_kernel below, and prefill/sm80's).
 template <class In, bool kGroup>
-__global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
+__device__ __forceinline__ void prepare_slot(const prefill::Args& a, uint8_t* ws, bool bulk) {
   constexpr int NT = kPrepKernelThreads;
   extern __shared__ __align__(1024) uint8_t smem[];
   // The kernels after this one may start their CTAs (Plan::pdl); they wait for its results.
-  cudaTriggerProgrammaticLaunchCompletion();
+  ptx::pdl_trigger();
   const int tid = int(threadIdx.x), group = a.HV / a.H;
   const int hk = kGroup ? int(blockIdx.y) : int(blockIdx.y) / group;  // the q/k head
   const int64_t slot = blockIdx.x;
@@ -121,6 +127,11 @@ __global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm
       __syncthreads();  // the next head overwrites the tiles and scalars
     }
   }
+}
+
+template <class In, bool kGroup>
+__global__ void __launch_bounds__(kPrepKernelThreads, kPrepCtasPerSm) prefill_sm90_prep_kernel(const prefill::Args a, uint8_t* ws, bool bulk) {
+  prepare_slot<In, kGroup>(a, ws, bulk);
 }
 
 }  // namespace gdn::sm90

@@ -20,6 +20,7 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/cp_async.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
@@ -42,10 +43,10 @@ constexpr int kLoadBarrier = 1;  // named barrier id of the load warps
 // Workspace slot `slot` of value head h into stage `stage` (workspace.h): the stage's buffer is the
 // slot as it lies in the workspace, one contiguous copy. kPg false: without P_g (the transition
 // pass has no o).
-template <int BV, int NT, bool kPg = true>
+template <int BV, int NT, bool kPg = true, int Kern = kScanKernel>
 __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_t* ws, int64_t slot, int HV, int h,
                                           int tid) {
-  constexpr SmemLayout L(BV, kScanKernel);
+  constexpr SmemLayout L(BV, Kern);
   static_assert(L.pg0 == L.ag0 + kHalfTileBytes && L.scalars0 == L.ag0 + 2 * kHalfTileBytes && kSlotScalars == 2 * kHalfTileBytes,
                 "a buffer is a slot");
   const uint8_t* in = ws + slot_offset(slot, h, HV) + 16 * tid;
@@ -58,9 +59,10 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
 
 // bf16 q and k of stage `stage` rewritten as f16 in place (the MMA operand type: exact inside
 // f16's range, as the preparation converts them).
-template <class In, int BV, int NT, bool kQ = true> __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
-  constexpr SmemLayout L(BV, kScanKernel);
-  static_assert(L.k0 == L.q0 + 3 * kQKTileBytes, "q stages, then k stages");
+template <class In, int BV, int NT, bool kQ = true, int Kern = kScanKernel>
+__device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
+  constexpr SmemLayout L(BV, Kern);
+  static_assert(L.k0 == L.q0 + L.stages * kQKTileBytes, "q stages, then k stages");
   for (int e = kQ ? tid : tid + kQKTileBytes / 16; e < 2 * kQKTileBytes / 16; e += NT) {
     const int at = 16 * e;
     uint4* p = reinterpret_cast<uint4*>(smem + (at < kQKTileBytes ? L.q(stage) + at : L.k(stage) + at - kQKTileBytes));
@@ -111,11 +113,14 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 // bf16 pools), its row scales the trailing pool_scale: the start state (unsplit; a split's segments
 // start from the fixup's fp32 buffer), the checkpoints and the final state as codes with a scale
 // per row.
-template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void>
-__global__ void __launch_bounds__(warps_for(BV) * 32, 1)
-    prefill_sm90_scan_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong,
-                             float* pool_scale) {
+// Kern: the layout, kScanKernel (three stages) or kScan2Kernel (two: prefill/sm80, block_v 32 only).
+// The body of the scan kernels (prefill_sm90_scan_kernel below, and prefill/sm80's).
+template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void, int Kern = kScanKernel>
+__device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks, const uint8_t* ws, const CpArgs& cp,
+                                            bool pingpong, float* pool_scale) {
   static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
+  static_assert(Kern == kScanKernel || (Kern == kScan2Kernel && BV == 32), "two stages at block_v 32 only");
+  constexpr int S = SmemLayout(BV, Kern).stages;
   static_assert(kOut || !kCkpt, "the transition pass saves no checkpoints");
   constexpr bool kQ8 = !std::is_void_v<Q>;
   static_assert(kOut || !kQ8, "the transition pass reads no pool");
@@ -125,8 +130,8 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
   // Launched as a programmatic dependent (Plan::pdl): the next kernel may start its CTAs, and this
   // one waits here for the kernel before it (the preparation's slots, the maps, the start states).
   // Without PDL both return at once.
-  cudaTriggerProgrammaticLaunchCompletion();
-  cudaGridDependencySynchronize();
+  ptx::pdl_trigger();
+  ptx::pdl_wait();
   const int tid = int(threadIdx.x), warp = tid >> 5;
   const CtaWork w = CtaWork::of(a, v_blocks, BV, cp.seg_chunks);
   if (!w.valid || (!kOut && w.last_segment())) return;  // a slot between sequences; the last segment's map is not needed
@@ -165,7 +170,7 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
   // shared loop; and a role's registers can be rebalanced by setmaxnreg).
   if (is_state) {
     if constexpr (BV == 128) ptx::setmaxnreg_inc<kStateRegs>();
-    std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV>> st;
+    std::conditional_t<kWg, StateWarpgroup<In, BV>, StateWarp<In, BV, Kern>> st;
     st.lane = tid & 31;
     st.lc = warp * kColsPerWarp;
     constexpr bool kTurns = BV == 128;
@@ -178,10 +183,10 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     [[maybe_unused]] CheckpointCursor checkpoints;
     if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
-      const int c = c_begin + j, stage = j % 3;
-      wait_phase(&bars.full[stage], j / 3);
+      const int c = c_begin + j, stage = j % S;
+      wait_phase(&bars.full[stage], j / S);
       st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
-      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + 3
+      cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + S
       if constexpr (kCkpt && kQ8)
         store_8bit<Q>(st.s, st.lane, col0 + st.lc,
                       checkpoint_slot_8bit(a, pool_scale, w.n, w.h, checkpoints.index_after(a, w.n, c, w.len)));
@@ -195,13 +200,13 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
     if constexpr (BV == 128) ptx::setmaxnreg_dec<kLoadRegs>();
     auto load = [&](int i) {
       const int c = c_begin + i;
-      load_qk<BV, kScanKernel, NL, kOut>(smem, i % 3, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
-      load_v<BV, kScanKernel, NL>(smem, i % 3, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
-      load_slot<BV, NL, kOut>(smem, i % 3, ws, slot0 + c, a.HV, w.h, ltid);
+      load_qk<BV, Kern, NL, kOut>(smem, i % S, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+      load_v<BV, Kern, NL>(smem, i % S, a, w.row0_of(c), m_cols ? 0 : w.rows_of(c), w.h, col0, ltid);
+      load_slot<BV, NL, kOut, Kern>(smem, i % S, ws, slot0 + c, a.HV, w.h, ltid);
     };
-    // Chunk i into stage i % 3 once the state warps are done with chunk i - 3 there.
+    // Chunk i into stage i % S once the state warps are done with chunk i - S there.
     auto produce = [&](int i) {
-      if (i >= 3) wait_phase(&bars.empty[i % 3], i / 3 - 1);
+      if (i >= S) wait_phase(&bars.empty[i % S], i / S - 1);
       load(i);
     };
     if (count > 0) produce(0);
@@ -212,13 +217,20 @@ __global__ void __launch_bounds__(warps_for(BV) * 32, 1)
       __pipeline_wait_prior(1);  // chunk i has landed (chunk i + 1 may be in flight) ...
       if constexpr (!std::is_same_v<In, __half>) {
         ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
-        qk_to_f16<In, BV, NL, kOut>(smem, i % 3, ltid);
+        qk_to_f16<In, BV, NL, kOut, Kern>(smem, i % S, ltid);
       }
       // wgmma reads shared memory through the async proxy: this thread's copies and stores first.
       if constexpr (kWg) cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-      cuda::ptx::mbarrier_arrive(&bars.full[i % 3]);  // chunk i is ready
+      cuda::ptx::mbarrier_arrive(&bars.full[i % S]);  // chunk i is ready
     }
   }
+}
+
+template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void>
+__global__ void __launch_bounds__(warps_for(BV) * 32, 1)
+    prefill_sm90_scan_kernel(const prefill::Args a, int v_blocks, const uint8_t* ws, const CpArgs cp, bool pingpong,
+                             float* pool_scale) {
+  scan_chunks<In, BV, kOut, kCkpt, Q>(a, v_blocks, ws, cp, pingpong, pool_scale);
 }
 
 }  // namespace gdn::sm90

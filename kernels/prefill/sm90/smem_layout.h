@@ -22,6 +22,8 @@
 //   kFusedKernel  the fused schedule (fused_kernel.cuh): a preparation warpgroup prepares chunk
 //                 c + 1 into its stage while the state warpgroups advance chunk c; the scan's layout,
 //                 offset for offset (the state warpgroups read it as the scan's), then lt
+//   kScan2Kernel  the scan with two stages (S = B = 2): prefill/sm80's, whose three stages at
+//                 block_v 32 (172,032 bytes) would not fit an sm_80 CTA's 166,912
 #pragma once
 
 namespace gdn::sm90 {
@@ -36,7 +38,7 @@ constexpr int kDiagStride = 20;                  // fp32 row stride of lt's diag
 static_assert(kHalfTileBytes + 4 * 16 * kDiagStride * 4 <= kChunk * kLtStride * 4, "lt: the f16 tile, then the diagonal blocks");
 
 // The kernels whose shared memory SmemLayout describes (see above).
-enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2 };
+enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2, kScan2Kernel = 3 };
 constexpr int kFusedBlockV = 128;  // the fused kernel's value columns per CTA: two state warpgroups
 constexpr int kPrepWarps = 4;      // the scan's load warps, the fused kernel's preparation warpgroup
 constexpr int kPrepKernelThreads = 128;
@@ -75,7 +77,8 @@ struct SmemLayout {
   int stages = 3, buffers = 3;
   int slot_stride = 0;  // the scan and the fused kernel: one buffer is [A_g | P_g | scalars], a workspace slot (workspace.h)
   constexpr SmemLayout(int block_v, int kernel)
-      : stages(kernel == kPrepKernel ? 1 : 3), buffers(kernel == kPrepKernel ? 1 : 3) {
+      : stages(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3),
+        buffers(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
       q0 = 0, k0 = kQKTileBytes;
       lt = 0;                                                           // over q (and the start of k)
@@ -108,6 +111,7 @@ struct SmemLayout {
 
 static_assert(SmemLayout(64, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit");
 static_assert(SmemLayout(128, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit at block_v 128 too");
+static_assert(SmemLayout(32, kScan2Kernel).bytes <= 163 * 1024, "the two-stage scan at block_v 32 must fit an sm_80 CTA");
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(kFusedBlockV, kFusedKernel).bytes <= 227 * 1024, "one fused CTA per SM must fit");

@@ -1,6 +1,7 @@
-// The per-stage mbarriers of the three-stage kernels (the scan, the fused kernel): full (the producer's arrivals:
-// the chunk is in, prepared where the kernel prepares it) and empty (the state warps' arrivals:
-// the chunk is consumed). Chunk j's phase of either barrier of stage j % 3 is j / 3.
+// The per-stage mbarriers of the staged kernels (the scan, the fused kernel): full (the producer's
+// arrivals: the chunk is in, prepared where the kernel prepares it) and empty (the state warps'
+// arrivals: the chunk is consumed). With S stages (at most 3) chunk j's phase of either barrier of
+// stage j % S is j / S.
 #pragma once
 
 #include <cuda/ptx>
@@ -21,10 +22,16 @@ struct StageBarriers {
   }
 };
 
-// Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity).
+// Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity). try_wait
+// (sm_90+) suspends the thread for a while inside each test; before sm_90 the test spins.
 __device__ __forceinline__ void wait_phase(uint64_t* bar, int phase) {
+#if __CUDA_ARCH__ >= 900
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
   }
+#else
+  while (!cuda::ptx::mbarrier_test_wait_parity(bar, uint32_t(phase & 1))) {
+  }
+#endif
 }
 
 }  // namespace gdn::sm90

@@ -24,8 +24,8 @@
 
 namespace gdn::sm90 {
 
-// The scan's layout (smem_layout.h); the fused kernel's state warpgroups read the same offsets.
-template <class In, int BV> struct StateWarp {
+// Kern: the scan's layout (smem_layout.h: kScanKernel, or kScan2Kernel with two stages).
+template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
   // s[nt][e]: value column lc + g + 8 (e / 2), head dim 8 nt + 2t + (e % 2).
   float s[kHeadDim / 8][4];
   int lane = 0, lc = 0;
@@ -84,7 +84,7 @@ template <class In, int BV> struct StateWarp {
     const float *ek, *eq, *eu;
   };
   static __device__ __forceinline__ Vectors vectors(const uint8_t* smem, int buf) {
-    constexpr SmemLayout L(BV, kScanKernel);
+    constexpr SmemLayout L(BV, Kern);
     const float* sc = reinterpret_cast<const float*>(smem + L.scalars(buf));
     return {sc + kEk * kChunk, sc + kEq * kChunk, sc + kEu * kChunk};
   }
@@ -123,7 +123,7 @@ template <class In, int BV> struct StateWarp {
   }
   // S^T = e^G S^T: the chunk's decay of the whole state (buffer `buf`'s e^G).
   __device__ __forceinline__ void decay(const uint8_t* smem, int buf) {
-    constexpr SmemLayout L(BV, kScanKernel);
+    constexpr SmemLayout L(BV, Kern);
     const float eG = *reinterpret_cast<const float*>(smem + L.exp_G(buf));
 #pragma unroll
     for (int nt = 0; nt < kHeadDim / 8; ++nt)
@@ -175,7 +175,7 @@ template <class In, int BV> struct StateWarp {
   template <bool kOut = true>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
                                         int h, int vcol0) {
-    constexpr SmemLayout L(BV, kScanKernel);
+    constexpr SmemLayout L(BV, Kern);
     const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
     const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
     uint8_t* vt = smem + L.v(stage);
