@@ -27,3 +27,10 @@ gdn_add_variant(kernels/prefill/sm75_legacy.cu ARCHS 75)
 gdn_add_kernels(prefill_sm90 SOURCES kernels/prefill/sm90/launch.cu kernels/prefill/sm90/plan.cpp
                 kernels/prefill/sm90/cp_plan.cpp kernels/prefill/sm90/workspace_buffer.cpp ARCHS 90a-real RESOURCE_USAGE)
 gdn_add_variant(kernels/prefill/sm90.cpp)
+
+# Chunked prefill on mma.sync tensor cores for every GPU without wgmma (kernels/prefill/sm80/; sm_80
+# SASS plus compute_80 PTX, which newer GPUs JIT-compile). It runs prefill/sm90's two-pass device
+# code, so it links that family's host objects (workspace, batch).
+gdn_add_kernels(prefill_sm80 SOURCES kernels/prefill/sm80/launch.cu kernels/prefill/sm80/plan.cpp ARCHS 80 RESOURCE_USAGE)
+gdn_add_variant(kernels/prefill/sm80.cpp)
+

@@ -8,7 +8,8 @@
 #   tests           info, calibrate, list; verify configs/ci.yaml; run configs/ci.yaml with the
 #                   per-kernel breakdown; then the GPU tests (ctest -L gpu in a build tree, or every
 #                   test executable beside a packed binary through scripts/gpu-tests.sh)
-#   prefill-edge    verify configs/prefill-edge.yaml (40 serving edge cases) on prefill/sm90
+#   prefill-edge    verify configs/prefill-edge.yaml (40 serving edge cases) on prefill/sm90 and
+#                   prefill/sm80 (each where the GPU runs it)
 #   smoke           configs/peers-smoke.yaml: ours, then every installed peer on every mapped path
 #   decode          configs/decode.yaml: decode/fast, then FLA's fused_recurrent and FlashInfer
 #   mtp             configs/mtp.yaml: mtp/fast, then FLA's fused_recurrent and FlashInfer
@@ -305,7 +306,7 @@ suite_tests() {
 
 suite_prefill_edge() {
   local code
-  "$G" verify --config configs/prefill-edge.yaml --variant "${OURS:-prefill/sm90}" --json "$OUT_DIR/prefill-edge$suffix.json"
+  "$G" verify --config configs/prefill-edge.yaml --variant "${OURS:-prefill/sm*0}" --json "$OUT_DIR/prefill-edge$suffix.json"
   code=$?; echo "verify configs/prefill-edge.yaml: exit $code (0: all verified, 2: a failure, 4: a fault)"
   return $((code != 0))
 }

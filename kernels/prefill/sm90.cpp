@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+#include "core/device_attribute.h"
 #include "core/registry.h"
 #include "prefill/op.h"
 #include "prefill/sm90/launch.h"
@@ -15,14 +16,7 @@ namespace gdn {
 namespace {
 
 // Multiprocessors of the current device, or 0 when there is none (planning on a CPU host).
-int device_sm_count() {
-  int dev = 0, count = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: clear it so later calls do not see it
-    return 0;
-  }
-  return count;
-}
+int device_sm_count() { return current_device_attribute(cudaDevAttrMultiProcessorCount); }
 
 int sm_count_or_default(int sms) { return sms > 0 ? sms : sm90::kDefaultSmCount; }
 

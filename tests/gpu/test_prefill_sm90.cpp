@@ -25,6 +25,7 @@
 #include "run/runner.h"
 #include "run/verify.h"
 #include "gpu/graph_replay.h"
+#include "gpu/prefill_cases.h"
 #include "gpu_suite.h"
 #include "test_support.h"
 
@@ -34,60 +35,18 @@ namespace {
 constexpr uint64_t kSeed = 20261201;
 
 using test::prefill;
-
-template <class F> Shape with(Shape s, F edit) {
-  edit(s);
-  return s;
-}
-
-struct Case {
-  std::string label;
-  Shape shape;  // its plan: the spec under test ("" = the default plan)
-};
-void PrintTo(const Case& c, std::ostream* os) { *os << c.label << " (" << c.shape.key() << ", plan '" << c.shape.plan << "')"; }
-
-Shape with_plan(Shape s, const std::string& plan) {
-  s.plan = plan;
-  return s;
-}
+using test::with;
+using test::with_plan;
+using test::Bytes;
+using test::bytes_of;
+using test::run_shape;
+using Case = test::PrefillCase;
 
 std::vector<Case> cases() {
-  using L = Layout;
-  // 1 token, a partial chunk, exactly one chunk, two chunks + 2, three chunks + 8.
-  const std::vector<int64_t> ragged{1, 17, 64, 130, 200};
-  std::vector<Case> c;
-  c.push_back({"gva1_ragged_kv", prefill(ragged, 2, 2)});
-  c.push_back({"gva2_ragged_vk", prefill(ragged, 2, 4, L::vk)});
-  c.push_back({"gva3_ragged_kv_raw", with(prefill(ragged, 1, 3), [](Shape& s) { s.gate = GateForm::raw; })});
-  c.push_back({"gva4_ragged_vk_no_h0", with(prefill(ragged, 2, 8, L::vk), [](Shape& s) { s.has_h0 = false; })});
-  // Repeated cu_seqlens entries: first, inside, last; their ht must equal h0 (or zero).
-  c.push_back({"zero_length_kv", prefill({0, 40, 0, 0, 70, 0}, 1, 2)});
-  c.push_back({"zero_length_vk_no_h0", with(prefill({0, 65, 0}, 1, 2, L::vk), [](Shape& s) { s.has_h0 = false; })});
-  c.push_back({"single_tokens_no_l2norm", with(prefill({1, 1, 1, 1}, 2, 4), [](Shape& s) { s.l2norm = false; })});
-  c.push_back({"f16_ragged_raw_vk", with(prefill({3, 64, 100}, 1, 4, L::vk), [](Shape& s) {
-                 s.input_dtype = DType::f16;
-                 s.gate = GateForm::raw;
-               })});
-  // Stress inputs across many chunks (the state carries error from chunk to chunk).
-  c.push_back({"no_decay_2000", with(prefill({2000}, 1, 2, L::vk), [](Shape& s) { s.inputs = InputDist::no_decay; })});
-  c.push_back({"strong_decay", with(prefill({700, 33}, 1, 2), [](Shape& s) { s.inputs = InputDist::strong_decay; })});
-  c.push_back({"beta_one", with(prefill({500, 1}, 1, 2), [](Shape& s) { s.inputs = InputDist::beta_one; })});
-  c.push_back({"positive_keys", with(prefill({500, 63}, 1, 2, L::vk), [](Shape& s) { s.inputs = InputDist::positive_keys; })});
+  std::vector<Case> c = test::hard_prefill_cases();
   // Each block_v on a Qwen3.5 head shape (16/48: GVA 3).
   for (const char* bv : {"32", "64", "128"})
     c.push_back({std::string("block_v_") + bv, with_plan(prefill({300, 65}, 16, 48), std::string("block_v=") + bv)});
-  // The pool form (docs/method.md 2.1): slots named by random, padded (every 8th sequence -1: zeros, no
-  // write) and high indices, fp32 and bf16 pools, both layouts; the verifier also checks that
-  // every other slot is untouched.
-  auto pool = [](Shape s, IndexPattern ip, DType sd, DType id) {
-    s.pool = 3 * int64_t(s.seqlens.size()) + 5;
-    s.indices = ip, s.state_dtype = sd, s.index_dtype = id;
-    return s;
-  };
-  const std::vector<int64_t> nine{100, 37, 1, 0, 300, 64, 1, 9, 130};
-  c.push_back({"pool_random_f32_kv", pool(prefill(nine, 2, 4), IndexPattern::random, DType::f32, DType::i64)});
-  c.push_back({"pool_padded_bf16_vk", pool(prefill(nine, 2, 8, L::vk), IndexPattern::padded, DType::bf16, DType::i32)});
-  c.push_back({"pool_high_f32_vk", pool(prefill(nine, 1, 2, L::vk), IndexPattern::high, DType::f32, DType::i32)});
   // Every case under each spec: the default plan, the two-pass schedule split (segments of 2 chunks,
   // and of 1 chunk with the transition pass at block_v 32), at block_v 64 and 128 split and
   // unsplit, the preparation per q/k head, bulk slot writes, and the fused schedule. A case's own
@@ -141,21 +100,6 @@ INSTANTIATE_TEST_SUITE_P(Hopper, Sm90Prefill, testing::ValuesIn(cases()),
 
 // ---- bit-level properties ----------------------------------------------------------------
 
-using Bytes = std::vector<unsigned char>;
-Bytes bytes_of(const Tensor& t) {
-  const auto* p = static_cast<const unsigned char*>(t.data);
-  return Bytes(p, p + t.bytes());
-}
-
-// Launches shape s (p's shape, or p's with another plan) once on p's fresh (poisoned) outputs and
-// returns o and ht as downloaded.
-std::pair<Bytes, Bytes> run_shape(const Variant& v, const Shape& s, Problem& p, ExecBackend& backend) {
-  p.reset_device();
-  v.launch(s, p.device(), backend.launch_context());
-  backend.synchronize();
-  p.download();
-  return {bytes_of(p.results().at("o")), bytes_of(p.results().at("ht"))};
-}
 std::pair<Bytes, Bytes> run_once(const Variant& v, Problem& p, ExecBackend& backend) { return run_shape(v, p.shape(), p, backend); }
 
 // run_once under the plan spec `plan` (Shape::plan).
@@ -224,26 +168,12 @@ TEST_F(Sm90PrefillBits, OneSequenceIsBatchInvariant) {
     const Shape batch = with_plan(prefill({137, 300, 64}, 16, int(HV)), plan), alone = with_plan(prefill({300}, 16, int(HV)), plan);
     EXPECT_NE(v->plan(batch), v->plan(alone));
     Problem pb(batch, *backend_, kSeed), pa(alone, *backend_, kSeed + 1);
-    // Copy sequence 1's rows (tokens 137..436) and state slot into the lone problem's inputs.
+    // Sequence 1's rows (tokens 137..436) and state slot into the lone problem's inputs.
     const int64_t first = 137, count = 300;
-    auto copy_rows = [&](const std::string& name, int64_t row_elems) {
-      const Tensor& from = pb.inputs().at(name);
-      const Tensor& to = pa.inputs().at(name);
-      const size_t es = dtype_size(from.spec.dtype);
-      std::memcpy(to.data, static_cast<const char*>(from.data) + first * row_elems * es, count * row_elems * es);
-    };
-    copy_rows("q", 16 * 128);
-    copy_rows("k", 16 * 128);
-    copy_rows("v", HV * 128);
-    copy_rows("g", HV);
-    copy_rows("beta", HV);
-    const Tensor& h0b = pb.inputs().at("h0");
-    std::memcpy(pa.inputs().at("h0").data, static_cast<const char*>(h0b.data) + HV * 128 * 128 * 4, HV * 128 * 128 * 4);
+    test::copy_sequence_inputs(pb, pa, first, count, 1);
     const auto in_batch = run_once(*v, pb, *backend_);
     const auto by_itself = run_once(*v, pa, *backend_);
-    const size_t o_row = HV * 128 * 2, slot = HV * 128 * 128 * 4;
-    EXPECT_EQ(std::memcmp(in_batch.first.data() + first * o_row, by_itself.first.data(), count * o_row), 0) << "o";
-    EXPECT_EQ(std::memcmp(in_batch.second.data() + slot, by_itself.second.data(), slot), 0) << "ht";
+    test::expect_same_sequence_bits(in_batch, by_itself, batch, first, count, 1);
     const Verification r = check_outputs(pa, effective_tolerances(alone, v->tolerances), {}, 0);
     EXPECT_TRUE(r.pass) << test::describe(r);
   }

@@ -1,0 +1,112 @@
+// The host half of prefill/sm80 without a GPU: the shapes it declines and why, the devices whose
+// shared memory cannot hold its scan, its plan (prefill/sm90's preparation rule) and plan specs, and
+// its kernels as ptxas compiled them for sm_80 (resource-usage/prefill_sm80.txt): every planned
+// kernel present, none spilling.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/registry.h"
+#include "cpu/ptxas_report.h"
+#include "prefill/sm80/plan.h"
+#include "prefill/sm90/plan.h"
+#include "prefill/sm90/smem_layout.h"
+#include "test_support.h"
+
+namespace gdn {
+namespace {
+
+using test::prefill;
+
+TEST(Sm80Plan, DeclinesWhatItDoesNotRunAndSaysWhy) {
+  EXPECT_EQ(sm80::unsupported_reason(prefill({4096, 1, 0}, 16, 48)), "");
+  Shape pool = prefill({100, 37}, 2, 4);
+  pool.pool = 8, pool.state_dtype = DType::bf16;
+  EXPECT_EQ(sm80::unsupported_reason(pool), "");
+  Shape small = prefill({100}, 2, 4);
+  small.dk = small.dv = 64;
+  EXPECT_NE(sm80::unsupported_reason(small).find("K = V = 128"), std::string::npos);
+  Shape fp8 = pool;
+  fp8.state_dtype = DType::fp8e4m3;
+  EXPECT_NE(sm80::unsupported_reason(fp8).find("prefill/sm90 only"), std::string::npos);
+  Shape ckpt = pool;
+  ckpt.checkpoint_every = 1024;
+  EXPECT_NE(sm80::unsupported_reason(ckpt).find("checkpoints"), std::string::npos);
+}
+
+// Two stages at block_v 32 fit an sm_80 CTA (166,912 bytes) but not the 101,376 of sm_86, sm_89
+// and sm_120, which the variant declines with the numbers.
+TEST(Sm80Plan, TheScanFitsSm80SharedMemoryAndSaysSoElsewhere) {
+  EXPECT_EQ(sm80::scan_smem_bytes(), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
+  EXPECT_EQ(sm90::SmemLayout(32, sm90::kScan2Kernel).stages, 2);
+  EXPECT_GT(sm90::SmemLayout(32, sm90::kScanKernel).bytes, 166912) << "three stages would not fit an sm_80 CTA";
+  EXPECT_EQ(sm80::unrunnable_reason(166912), "");
+  EXPECT_EQ(sm80::unrunnable_reason(232448), "");
+  EXPECT_EQ(sm80::unrunnable_reason(0), "") << "no device: plan as if it fits";
+  const std::string why = sm80::unrunnable_reason(101376);
+  EXPECT_NE(why.find("101376"), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes() + 1024)), std::string::npos) << why;
+}
+
+TEST(Sm80Plan, PreparesPerQkHeadWhereSm90Would) {
+  for (const auto& [lens, h, hv] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
+           {{32768}, 2, 8}, {{2048}, 2, 8}, {{4096, 4096, 4096, 4096}, 16, 64}, {{300}, 16, 16}}) {
+    const sm90::Batch b = sm90::Batch::of(prefill(lens, h, hv));
+    EXPECT_EQ(sm80::choose(b, 108).prep_group, sm90::prep_group_wins(b, 108)) << h << "/" << hv;
+  }
+  EXPECT_FALSE(sm80::choose(sm90::Batch::of(prefill({300}, 16, 16)), 108).prep_group) << "GVA 1";
+  EXPECT_TRUE(sm80::choose(sm90::Batch::of(prefill({4096, 4096, 4096, 4096}, 16, 64)), 108).prep_group);
+}
+
+TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
+  const sm90::Batch b = sm90::Batch::of(prefill({4096, 4096, 4096, 4096}, 16, 64));
+  EXPECT_TRUE(sm80::plan_for(b, 108, "").prep_group);
+  EXPECT_FALSE(sm80::plan_for(b, 108, "prep=head").prep_group);
+  EXPECT_TRUE(sm80::plan_for(b, 108, "prep=group").prep_group);
+  EXPECT_EQ(sm80::check_spec("prep=group"), "");
+  EXPECT_NE(sm80::check_spec("block_v=64").find("unknown knob 'block_v'"), std::string::npos) << sm80::check_spec("block_v=64");
+  EXPECT_NE(sm80::check_spec("prep=both").find("expected head|group"), std::string::npos);
+  EXPECT_NE(sm80::check_spec("prep").find("prefill/sm80 plan 'prep'"), std::string::npos);
+  EXPECT_THROW(sm80::plan_for(b, 108, "cp=2"), std::invalid_argument);
+  const std::string line = sm80::plan_for(b, 108, "").describe(b, 108);
+  EXPECT_NE(line.find("block_v 32 (6 warps, 2 own the state, 4 load; two stages), 1024 CTAs on 108 SMs"), std::string::npos) << line;
+  EXPECT_NE(line.find("one per q/k head"), std::string::npos) << line;
+}
+
+TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
+  const Variant* v = Registry::instance().find("prefill/sm80");
+  ASSERT_NE(v, nullptr);
+  EXPECT_EQ(v->min_arch, 80);
+  EXPECT_GE(v->max_arch, 120);
+  ASSERT_EQ(v->knobs.size(), 1u);
+  EXPECT_EQ(v->knobs[0].name, "prep");
+  EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
+}
+
+const std::string kReport = std::string(GDN_RESOURCE_USAGE_DIR) + "/prefill_sm80.txt";
+
+TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
+  const auto uses = test::read_report(kReport);
+  ASSERT_FALSE(uses.empty()) << "no kernels in " << kReport << " (prefill_sm80 is built with RESOURCE_USAGE)";
+  std::set<std::string> kernels;
+  int count = 0;
+  for (const auto& u : uses) {
+    const std::string name = test::split_template(u.name).first;
+    if (name != "prefill_sm80_scan_kernel" && name != "prefill_sm80_prep_kernel") continue;
+    kernels.insert(name);
+    ++count;
+    EXPECT_EQ(u.arch, "sm_80") << u.name;
+    ASSERT_GE(u.spill_stores, 0) << u.name << ": no spill line in the report";
+    EXPECT_EQ(u.spill_stores + u.spill_loads, 0) << u.name << " spills " << u.spill_stores << " + " << u.spill_loads << " bytes";
+    // Six warps of the scan at one CTA per SM, four preparation CTAs of 128 threads per SM.
+    EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
+  }
+  EXPECT_EQ(count, 6) << "scan for bf16 and f16, preparation per value head and per q/k head for both";
+  EXPECT_EQ(kernels.size(), 2u);
+}
+
+}  // namespace
+}  // namespace gdn
