@@ -98,7 +98,8 @@ TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
     if (name != "prefill_sm80_scan_kernel" && name != "prefill_sm80_prep_kernel") continue;
     kernels.insert(name);
     ++count;
-    EXPECT_EQ(u.arch, "sm_80") << u.name;
+    // The family's own target, unless the build named one for every family (scripts/sanitize.sh).
+    if (std::string(GDN_CUDA_ARCHS_OVERRIDE).empty()) EXPECT_EQ(u.arch, "sm_80") << u.name;
     ASSERT_GE(u.spill_stores, 0) << u.name << ": no spill line in the report";
     EXPECT_EQ(u.spill_stores + u.spill_loads, 0) << u.name << " spills " << u.spill_stores << " + " << u.spill_loads << " bytes";
     // Six warps of the scan at one CTA per SM, four preparation CTAs of 128 threads per SM.
