@@ -11,6 +11,7 @@
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
+#include "core/state_quant.h"
 #include "prefill/sm80/launch.h"
 #include "prefill/sm90/prep_kernel.cuh"
 #include "prefill/sm90/scan_kernel.cuh"
@@ -56,9 +57,9 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
 }  // namespace
 
 void launch(const prefill::Args& a, const Plan& p, void* stream) {
-  if (a.K != sm90::kHeadDim || a.V != sm90::kHeadDim || a.N < 1 || a.HV % a.H != 0 || a.J > 0)
-    throw runtime_error(
-        fmt::format("prefill/sm80: unsupported call (K {}, V {}, N {}, H {}, HV {}, J {})", a.K, a.V, a.N, a.H, a.HV, a.J));
+  if (a.K != sm90::kHeadDim || a.V != sm90::kHeadDim || a.N < 1 || a.HV % a.H != 0 || a.J > 0 || quant::is_8bit(a.state_dtype))
+    throw runtime_error(fmt::format("prefill/sm80: unsupported call (K {}, V {}, N {}, H {}, HV {}, J {}, state {})", a.K, a.V,
+                                    a.N, a.H, a.HV, a.J, to_string(a.state_dtype)));
   const auto s = static_cast<cudaStream_t>(stream);
   if (a.input_dtype == DType::f16) launch_two_pass<__half>(a, p, s);
   else launch_two_pass<__nv_bfloat16>(a, p, s);
