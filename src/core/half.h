@@ -4,14 +4,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "core/bf16_bits.h"
 #include "core/float_bits.h"
 #include "core/types.h"
 
 namespace gdn {
-
 
 inline float bf16_to_float(uint16_t h) { return bits_to_float(uint32_t(h) << 16); }
 inline uint16_t float_to_bf16(float f) { return bf16_bits_rne(float_to_bits(f)); }

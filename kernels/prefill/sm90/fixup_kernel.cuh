@@ -14,9 +14,9 @@
 #include <type_traits>
 
 #include "common/ptx/cp_async.cuh"
-#include "prefill/sm90/pdl.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "prefill/sm90/pool_8bit.cuh"
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/states.cuh"

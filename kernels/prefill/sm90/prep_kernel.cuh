@@ -18,10 +18,10 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/opaque.cuh"
-#include "prefill/sm90/pdl.cuh"
 #include "prefill/op.h"
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/chunk_prep.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "prefill/sm90/workspace.h"

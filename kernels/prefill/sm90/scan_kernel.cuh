@@ -20,7 +20,6 @@
 
 #include "common/gdn_math.cuh"
 #include "common/ptx/cp_async.cuh"
-#include "prefill/sm90/pdl.cuh"
 #include "common/ptx/named_barrier.cuh"
 #include "common/ptx/setmaxnreg.cuh"
 #include "prefill/op.h"
@@ -28,6 +27,7 @@
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/pdl.cuh"
 #include "prefill/sm90/pool_8bit.cuh"
 #include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
