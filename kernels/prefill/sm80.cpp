@@ -16,14 +16,15 @@ namespace {
 
 int sm_count_or_default(int sms) { return sms > 0 ? sms : sm80::kDefaultSmCount; }
 
-sm80::Plan plan_of(const Shape& s, int sms) { return sm80::plan_for(sm80::Batch::of(s), sms, s.plan); }
+int smem_optin() { return current_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin); }
+
+sm80::Plan plan_of(const Shape& s, int sms) { return sm80::plan_for(sm80::Batch::of(s), sms, smem_optin(), s.plan); }
 
 std::string supports(const Shape& s) {
   if (auto why = sm80::unsupported_reason(s); !why.empty()) return why;
-  if (auto why = sm80::unrunnable_reason(current_device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)); !why.empty()) return why;
   try {
-    plan_of(s, sm_count_or_default(current_device_attribute(cudaDevAttrMultiProcessorCount)));
-    return "";
+    return sm80::unrunnable_reason(plan_of(s, sm_count_or_default(current_device_attribute(cudaDevAttrMultiProcessorCount))),
+                                   smem_optin());
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -47,7 +48,7 @@ Variant make_variant() {
   v.description =
       "chunked forward on mma.sync tensor cores for GPUs without wgmma (sm_80 SASS, compute_80 PTX for newer ones): "
       "prefill/sm90's two-pass schedule without its Hopper instructions. 64-token chunks prepared in a kernel of their "
-      "own (A_g, P_g into a workspace), then the scan at 32 value columns per CTA with two stages, fp32 state in "
+      "own (A_g, P_g into a workspace), then the scan at 32 value columns per CTA with two stages (three where the GPU allows), fp32 state in "
       "registers; dense h0/ht or an f32/bf16 state pool by index; K = V = 128, bf16/f16 inputs; no context "
       "parallelism, checkpoints or 8-bit pools yet";
   v.supports = supports;

@@ -38,40 +38,49 @@ TEST(Sm80Plan, DeclinesWhatItDoesNotRunAndSaysWhy) {
 }
 
 // Two stages at block_v 32 fit an sm_80 CTA (166,912 bytes) but not the 101,376 of sm_86, sm_89
-// and sm_120, which the variant declines with the numbers.
-TEST(Sm80Plan, TheScanFitsSm80SharedMemoryAndSaysSoElsewhere) {
-  EXPECT_EQ(sm80::scan_smem_bytes(), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
+// and sm_120, which the variant declines with the numbers; three fit sm_90 and sm_100 (232,448),
+// which take them.
+TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
+  const sm90::Batch b = sm90::Batch::of(prefill({4096, 17}, 4, 16));
+  EXPECT_EQ(sm80::scan_smem_bytes(2), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
+  EXPECT_EQ(sm80::scan_smem_bytes(3), sm90::SmemLayout(32, sm90::kScanKernel).bytes);
   EXPECT_EQ(sm90::SmemLayout(32, sm90::kScan2Kernel).stages, 2);
-  EXPECT_GT(sm90::SmemLayout(32, sm90::kScanKernel).bytes, 166912) << "three stages would not fit an sm_80 CTA";
-  EXPECT_EQ(sm80::unrunnable_reason(166912), "");
-  EXPECT_EQ(sm80::unrunnable_reason(232448), "");
-  EXPECT_EQ(sm80::unrunnable_reason(0), "") << "no device: plan as if it fits";
-  const std::string why = sm80::unrunnable_reason(101376);
+  EXPECT_EQ(sm80::choose(b, 108, 166912).stages, 2) << "three would not fit an sm_80 CTA";
+  EXPECT_EQ(sm80::choose(b, 108, 0).stages, 2) << "no device: planned as sm_80";
+  EXPECT_EQ(sm80::choose(b, 132, 232448).stages, 3);
+  EXPECT_EQ(sm80::plan_for(b, 132, 232448, "stages=2").stages, 2);
+  EXPECT_EQ(sm80::unrunnable_reason(sm80::choose(b, 108, 166912), 166912), "");
+  EXPECT_EQ(sm80::unrunnable_reason(sm80::choose(b, 132, 232448), 232448), "");
+  const std::string forced = sm80::unrunnable_reason(sm80::plan_for(b, 108, 166912, "stages=3"), 166912);
+  EXPECT_NE(forced.find("3 stages"), std::string::npos) << forced;
+  const std::string why = sm80::unrunnable_reason(sm80::choose(b, 128, 101376), 101376);
   EXPECT_NE(why.find("101376"), std::string::npos) << why;
-  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes() + 1024)), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes(2) + sm80::kScanStaticSmem)), std::string::npos) << why;
 }
 
 TEST(Sm80Plan, PreparesPerQkHeadWhereSm90Would) {
   for (const auto& [lens, h, hv] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
            {{32768}, 2, 8}, {{2048}, 2, 8}, {{4096, 4096, 4096, 4096}, 16, 64}, {{300}, 16, 16}}) {
     const sm90::Batch b = sm90::Batch::of(prefill(lens, h, hv));
-    EXPECT_EQ(sm80::choose(b, 108).prep_group, sm90::prep_group_wins(b, 108)) << h << "/" << hv;
+    EXPECT_EQ(sm80::choose(b, 108, 0).prep_group, sm90::prep_group_wins(b, 108)) << h << "/" << hv;
   }
-  EXPECT_FALSE(sm80::choose(sm90::Batch::of(prefill({300}, 16, 16)), 108).prep_group) << "GVA 1";
-  EXPECT_TRUE(sm80::choose(sm90::Batch::of(prefill({4096, 4096, 4096, 4096}, 16, 64)), 108).prep_group);
+  EXPECT_FALSE(sm80::choose(sm90::Batch::of(prefill({300}, 16, 16)), 108, 0).prep_group) << "GVA 1";
+  EXPECT_TRUE(sm80::choose(sm90::Batch::of(prefill({4096, 4096, 4096, 4096}, 16, 64)), 108, 0).prep_group);
 }
 
 TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
   const sm90::Batch b = sm90::Batch::of(prefill({4096, 4096, 4096, 4096}, 16, 64));
-  EXPECT_TRUE(sm80::plan_for(b, 108, "").prep_group);
-  EXPECT_FALSE(sm80::plan_for(b, 108, "prep=head").prep_group);
-  EXPECT_TRUE(sm80::plan_for(b, 108, "prep=group").prep_group);
+  EXPECT_TRUE(sm80::plan_for(b, 108, 0, "").prep_group);
+  EXPECT_FALSE(sm80::plan_for(b, 108, 0, "prep=head").prep_group);
+  EXPECT_TRUE(sm80::plan_for(b, 108, 0, "prep=group").prep_group);
   EXPECT_EQ(sm80::check_spec("prep=group"), "");
+  EXPECT_EQ(sm80::check_spec("stages=3"), "");
+  EXPECT_NE(sm80::check_spec("stages=4").find("expected 2|3"), std::string::npos);
   EXPECT_NE(sm80::check_spec("block_v=64").find("unknown knob 'block_v'"), std::string::npos) << sm80::check_spec("block_v=64");
   EXPECT_NE(sm80::check_spec("prep=both").find("expected head|group"), std::string::npos);
   EXPECT_NE(sm80::check_spec("prep").find("prefill/sm80 plan 'prep'"), std::string::npos);
-  EXPECT_THROW(sm80::plan_for(b, 108, "cp=2"), std::invalid_argument);
-  const std::string line = sm80::plan_for(b, 108, "").describe(b, 108);
+  EXPECT_THROW(sm80::plan_for(b, 108, 0, "cp=2"), std::invalid_argument);
+  const std::string line = sm80::plan_for(b, 108, 0, "").describe(b, 108);
   EXPECT_NE(line.find("block_v 32 (6 warps, 2 own the state, 4 load; two stages), 1024 CTAs on 108 SMs"), std::string::npos) << line;
   EXPECT_NE(line.find("one per q/k head"), std::string::npos) << line;
 }
@@ -81,8 +90,9 @@ TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->min_arch, 80);
   EXPECT_GE(v->max_arch, 120);
-  ASSERT_EQ(v->knobs.size(), 1u);
+  ASSERT_EQ(v->knobs.size(), 2u);
   EXPECT_EQ(v->knobs[0].name, "prep");
+  EXPECT_EQ(v->knobs[1].name, "stages");
   EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
 }
 
@@ -107,7 +117,8 @@ TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
     // Six warps of the scan at one CTA per SM, four preparation CTAs of 128 threads per SM.
     EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
   }
-  EXPECT_EQ(count, 6) << "scan for bf16 and f16, preparation per value head and per q/k head for both";
+  EXPECT_EQ(count, 8) << "scan with two and three stages and the preparation per value head and per q/k head, for bf16 "
+                          "and f16";
   EXPECT_EQ(kernels.size(), 2u);
 }
 

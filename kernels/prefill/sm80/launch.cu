@@ -2,7 +2,7 @@
 // schedule of prefill/sm90 on mma.sync alone. The preparation is sm90's prepare_slot (cp.async
 // copies, the products and the hier inverse on mma.sync, 16-byte slot stores); the scan is sm90's
 // scan_chunks at block_v 32 (mma.sync state warps, cp.async loads) with two stages, which fit an
-// sm_80 CTA where three do not. The kernels are named for this family, so timings and ptxas
+// sm_80 CTA where three do not, or three where the device allows them (Plan::stages). The kernels are named for this family, so timings and ptxas
 // reports say which family ran.
 #include <cuda_runtime.h>
 
@@ -26,10 +26,10 @@ __global__ void __launch_bounds__(sm90::kPrepKernelThreads, sm90::kPrepCtasPerSm
   sm90::prepare_slot<In, kGroup>(a, ws, false);
 }
 
-template <class In>
+// Kern: the layout, sm90::kScan2Kernel (two stages) or sm90::kScanKernel (three).
+template <class In, int Kern>
 __global__ void __launch_bounds__(sm90::warps_for(kBlockV) * 32, 1) prefill_sm80_scan_kernel(const prefill::Args a, const uint8_t* ws) {
-  sm90::scan_chunks<In, kBlockV, true, false, void, sm90::kScan2Kernel>(a, sm90::kHeadDim / kBlockV, ws, sm90::CpArgs{}, false,
-                                                                        nullptr);
+  sm90::scan_chunks<In, kBlockV, true, false, void, Kern>(a, sm90::kHeadDim / kBlockV, ws, sm90::CpArgs{}, false, nullptr);
 }
 
 namespace {
@@ -46,11 +46,12 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
   prep<<<dim3(unsigned(sm90::slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), sm90::kPrepKernelThreads,
          size_t(prep_smem_bytes()), stream>>>(a, ws);
   CUDA_CHECK(cudaGetLastError());
-  const auto scan = prefill_sm80_scan_kernel<In>;
-  set_smem(scan, scan_smem_bytes());
+  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, sm90::kScanKernel> : prefill_sm80_scan_kernel<In, sm90::kScan2Kernel>;
+  const int smem = scan_smem_bytes(p.stages);
+  set_smem(scan, smem);
   const int64_t ctas = int64_t(sm90::kHeadDim / kBlockV) * a.HV * a.N;
   if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm80: {} scan CTAs do not fit one grid", ctas));
-  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(kBlockV) * 32), size_t(scan_smem_bytes()), stream>>>(a, ws);
+  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(kBlockV) * 32), size_t(smem), stream>>>(a, ws);
   CUDA_CHECK(cudaGetLastError());
 }
 

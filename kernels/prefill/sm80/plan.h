@@ -1,7 +1,8 @@
 // The launch plan of prefill/sm80 as data: the two-pass schedule of prefill/sm90 on mma.sync alone
-// (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two stages.
-// Host code (C++17, no CUDA), so tests check it without a GPU and every report records it. A plan
-// spec (the `plan` axis) sets the one knob, prep=head|group. Design: kernels/prefill/sm80/README.md.
+// (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two or three
+// stages. Host code (C++17, no CUDA), so tests check it without a GPU and every report records it.
+// A plan spec (the `plan` axis) sets the knobs, prep=head|group and stages=2|3. Design:
+// kernels/prefill/sm80/README.md.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,9 @@ using sm90::Batch;
 constexpr int kBlockV = 32;             // value columns per scan CTA: two mma.sync state warps
 constexpr int kDefaultSmCount = 108;    // A100, when the device cannot be asked (plan on a CPU host)
 
-// Shared memory a scan CTA asks for (dynamic), and what a device must allow per block for it.
-int scan_smem_bytes();
+// Shared memory a scan CTA of `stages` stages asks for (dynamic), and its static block beside it.
+int scan_smem_bytes(int stages);
+constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
 
@@ -29,11 +31,14 @@ struct Plan {
   // The preparation as one CTA per (slot, q/k head), its GVA group's value heads in turn, instead of
   // one per (slot, value head): prefill/sm90's kernel and rule (sm90::prep_group_wins).
   bool prep_group = false;
+  // The scan's stages: three where the device allows a block their 173,056 bytes (sm_90, sm_100),
+  // else two (115,712: sm_80's 166,912).
+  int stages = 2;
   // Scan CTAs: one per value block of 32 columns, value head and sequence.
   int64_t ctas(const Batch& b) const;
   // One line for reports, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 load), ...".
   std::string describe(const Batch& b, int sm_count) const;
-  bool operator==(const Plan& o) const { return prep_group == o.prep_group; }
+  bool operator==(const Plan& o) const { return prep_group == o.prep_group && stages == o.stages; }
   bool operator!=(const Plan& o) const { return !(*this == o); }
 };
 
@@ -41,14 +46,15 @@ struct Plan {
 // K = V = 128, one grid), and what this family does not do yet (8-bit pools, checkpoints).
 std::string unsupported_reason(const Shape& s);
 // "" when a device allowing `smem_optin` bytes of shared memory per block (0: unknown, a CPU host)
-// can run the plan, else why not.
-std::string unrunnable_reason(int smem_optin);
+// can run plan p, else why not.
+std::string unrunnable_reason(const Plan& p, int smem_optin);
 
-Plan choose(const Batch& b, int sm_count);
+// smem_optin: what the device allows a block (0: unknown, planned as sm_80's 166,912).
+Plan choose(const Batch& b, int sm_count, int smem_optin);
 const std::vector<PlanKnob>& plan_knobs();
 // The default plan with the spec's fields ("" is the default). Throws std::invalid_argument naming
 // the spec and the knob for a malformed spec, an unknown knob or a bad value.
-Plan plan_for(const Batch& b, int sm_count, std::string_view spec);
+Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spec);
 std::string check_spec(std::string_view spec);
 
 }  // namespace gdn::sm80

@@ -23,14 +23,16 @@ struct StageBarriers {
 };
 
 // Returns once phase `phase` of the mbarrier at bar has completed (phases alternate parity). try_wait
-// (sm_90+) suspends the thread for a while inside each test; before sm_90 the test spins.
+// (sm_90+) suspends the thread for a while inside each test; before sm_90 the thread sleeps between
+// tests.
 __device__ __forceinline__ void wait_phase(uint64_t* bar, int phase) {
 #if __CUDA_ARCH__ >= 900
   while (!cuda::ptx::mbarrier_try_wait_parity(bar, uint32_t(phase & 1))) {
   }
 #else
-  while (!cuda::ptx::mbarrier_test_wait_parity(bar, uint32_t(phase & 1))) {
-  }
+  // test_wait does not suspend: a waiting warp would take issue slots from the state warps, so it
+  // sleeps a little between tests.
+  while (!cuda::ptx::mbarrier_test_wait_parity(bar, uint32_t(phase & 1))) __nanosleep(20);
 #endif
 }
 
