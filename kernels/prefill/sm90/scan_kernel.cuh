@@ -27,6 +27,7 @@
 #include "prefill/sm90/chunk_load.cuh"
 #include "prefill/sm90/cta_work.cuh"
 #include "prefill/sm90/fragments.cuh"
+#include "prefill/sm90/next_checkpoint.cuh"
 #include "prefill/sm90/pdl.cuh"
 #include "prefill/sm90/pool_8bit.cuh"
 #include "prefill/sm90/segments.h"
@@ -180,18 +181,36 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
     else if constexpr (!kQ8) st.load(cp.seg_chunks > 0 ? buffer_state(cp.start, w.slot, w.h, a.HV) : initial_state(a, w.n, w.h), col0);
     else if (cp.seg_chunks > 0) st.load(buffer_state(cp.start, w.slot, w.h, a.HV), col0);
     else load_8bit<Q>(st.s, st.lane, col0 + st.lc, own_slot_8bit(a, pool_scale, w.n, w.h));
+    // The mma.sync scan with f32/bf16 pools takes the fused twin's checkpoints (next_checkpoint.cuh):
+    // a cursor one checkpoint ahead, and each checkpoint's stores issued inside the next chunk,
+    // among its first products (which read the state but do not change it), not on the chain
+    // between chunks. The wgmma scans keep checkpoints.cuh (README.md, Checkpoints).
+    constexpr bool kCursor = kCkpt && !kQ8 && !kWg;
     [[maybe_unused]] CheckpointCursor checkpoints;
-    if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
+    [[maybe_unused]] NextCheckpoint next;
+    [[maybe_unused]] StateRef pending;  // the checkpoint of the chunk before, stored in this chunk
+    [[maybe_unused]] const int ckpt_col = col0 + st.lc + (st.lane >> 2);
+    if constexpr (kCursor) next = NextCheckpoint::at(a, w.n, c_begin, st.lane);
+    else if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % S;
       wait_phase(&bars.full[stage], j / S);
-      st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
+      if constexpr (kCursor) {
+        st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0,
+                                [&] { store_checkpoint(pending, st.s, st.lane, ckpt_col); });
+        cuda::ptx::mbarrier_arrive(&bars.empty[stage]);
+        pending = next.due(c, w.len) ? next.take(a, w.n, w.h, st.lane) : StateRef{};
+        continue;
+      } else {
+        st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
+      }
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + S
       if constexpr (kCkpt && kQ8)
         store_8bit<Q>(st.s, st.lane, col0 + st.lc,
                       checkpoint_slot_8bit(a, pool_scale, w.n, w.h, checkpoints.index_after(a, w.n, c, w.len)));
       else if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
     }
+    if constexpr (kCursor) store_checkpoint(pending, st.s, st.lane, ckpt_col);  // the last chunk's checkpoint
     if constexpr (kTurns) st.end_turns();
     if constexpr (kQ8) store_8bit<Q>(st.s, st.lane, col0 + st.lc, w.last_segment() ? own_slot_8bit(a, pool_scale, w.n, w.h) : Slot8{});
     else if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);

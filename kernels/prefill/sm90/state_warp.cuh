@@ -172,9 +172,15 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
   // One chunk of `rows` valid tokens starting at packed row row0, from stage `stage` and the
   // preparation's buffer `buf`; writes o (kOut), else only advances the state (context
   // parallelism's transition pass: no (Q S)^T, no O).
-  template <bool kOut = true>
+  // among_first runs between the first and the second k-step of U^T and (Q S)^T: the state still
+  // holds the chunk's start (the checkpoint twin stores the previous chunk's checkpoint there, its
+  // stores among the products).
+  struct Nothing {
+    __device__ __forceinline__ void operator()() const {}
+  };
+  template <bool kOut = true, class AmongFirst = Nothing>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
-                                        int h, int vcol0) {
+                                        int h, int vcol0, const AmongFirst& among_first = {}) {
     constexpr SmemLayout L(BV, Kern);
     const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
     const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
@@ -202,6 +208,7 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
           mma(o[2 * np + 1], as, bq[2], bq[3]);
         }
       }
+      if (kk == 0) among_first();
     }
     subtract_from_v(w, vt, ek);
     // V_d^T = W^T A_g^T.
