@@ -1,6 +1,6 @@
 // The host half of prefill/sm80 without a GPU: the shapes it declines and why, the devices whose
 // shared memory cannot hold its scan, its plan (prefill/sm90's preparation rule) and plan specs, and
-// its kernels as ptxas compiled them for sm_80 (resource-usage/prefill_sm80.txt): every planned
+// its split (prefill/sm90's, at block_v 32), and its kernels as ptxas compiled them for sm_80 (resource-usage/prefill_sm80.txt): every planned
 // kernel present, none spilling.
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 #include "cpu/ptxas_report.h"
 #include "prefill/sm80/plan.h"
 #include "prefill/sm90/plan.h"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "test_support.h"
 
@@ -79,10 +80,49 @@ TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
   EXPECT_NE(sm80::check_spec("block_v=64").find("unknown knob 'block_v'"), std::string::npos) << sm80::check_spec("block_v=64");
   EXPECT_NE(sm80::check_spec("prep=both").find("expected head|group"), std::string::npos);
   EXPECT_NE(sm80::check_spec("prep").find("prefill/sm80 plan 'prep'"), std::string::npos);
-  EXPECT_THROW(sm80::plan_for(b, 108, 0, "cp=2"), std::invalid_argument);
+  EXPECT_EQ(sm80::plan_for(b, 108, 0, "cp=16").seg_chunks, 16);
+  EXPECT_NE(sm80::check_spec("cp=0").find("1..65536"), std::string::npos) << sm80::check_spec("cp=0");
+  EXPECT_NE(sm80::check_spec("cp=8x").find("1..65536"), std::string::npos);
   const std::string line = sm80::plan_for(b, 108, 0, "").describe(b, 108);
   EXPECT_NE(line.find("block_v 32 (6 warps, 2 own the state, 4 load; two stages), 1024 CTAs on 108 SMs"), std::string::npos) << line;
   EXPECT_NE(line.find("one per q/k head"), std::string::npos) << line;
+  EXPECT_NE(line.find("; no context parallelism"), std::string::npos) << line;
+}
+
+// The split is prefill/sm90's choice at block_v 32: long sequences of few heads are cut (as sm90
+// cuts them), a batch that fills the GPU is not. The fixup keeps two M buffers where a block may
+// have 180,224 bytes, else one (112,640, under sm_80's 166,912 and the scan's own 116,736).
+TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
+  for (const auto& [lens, h, hv] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
+           {{32768}, 2, 8}, {{32768}, 16, 32}, {{2048}, 2, 8}, {{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32}}) {
+    const sm90::Batch b = sm90::Batch::of(prefill(lens, h, hv));
+    sm90::Plan unsplit;
+    unsplit.block_v = unsplit.cp_block_v = 32;
+    const sm90::Plan want = sm90::choose_context_parallel(b, unsplit, 108, true);
+    EXPECT_EQ(want.block_v, 32);
+    EXPECT_EQ(want.cp_block_v, 32);
+    EXPECT_EQ(sm80::choose(b, 108, 0).seg_chunks, want.seg_chunks) << h << "/" << hv << " " << lens.size() << "x" << lens[0];
+  }
+  const sm90::Batch long_thin = sm90::Batch::of(prefill({32768}, 2, 8));
+  const sm80::Plan split = sm80::choose(long_thin, 108, 0);
+  EXPECT_GT(split.seg_chunks, 0) << "32 unsplit CTAs on 108 SMs";
+  EXPECT_EQ(split.ctas(long_thin), 4 * 8 * sm90::segment_count(32768, 1, split.seg_chunks));
+  EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32)), 108, 0).seg_chunks, 0)
+      << "1024 CTAs: four waves or more are never split";
+  EXPECT_EQ(sm80::plan_for(long_thin, 108, 0, "cp=off").seg_chunks, 0);
+
+  EXPECT_EQ(sm80::fixup_smem_bytes(2), 180224);
+  EXPECT_EQ(sm80::fixup_smem_bytes(1), 112640);
+  EXPECT_EQ(split.fixup_m_buffers, 1) << "sm_80: 166,912 bytes a block";
+  EXPECT_EQ(sm80::choose(long_thin, 132, 232448).fixup_m_buffers, 2);
+  EXPECT_EQ(sm80::unrunnable_reason(split, 166912), "");
+  EXPECT_EQ(sm80::plan_for(long_thin, 108, 0, "fixup_m=2").fixup_m_buffers, 2);
+  const std::string two = sm80::unrunnable_reason(sm80::plan_for(long_thin, 108, 0, "fixup_m=2"), 166912);
+  EXPECT_NE(two.find("the fixup needs 180224 bytes"), std::string::npos) << two;
+  EXPECT_NE(sm80::check_spec("fixup_m=3").find("expected 1|2"), std::string::npos);
+  const std::string line = split.describe(long_thin, 108);
+  EXPECT_NE(line.find("context parallel: segments of " + std::to_string(split.seg_chunks) + " chunks"), std::string::npos) << line;
+  EXPECT_NE(line.find("a fixup with 1 M buffer (110.0 KiB smem)"), std::string::npos) << line;
 }
 
 TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
@@ -90,9 +130,11 @@ TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->min_arch, 80);
   EXPECT_GE(v->max_arch, 120);
-  ASSERT_EQ(v->knobs.size(), 2u);
+  ASSERT_EQ(v->knobs.size(), 4u);
   EXPECT_EQ(v->knobs[0].name, "prep");
   EXPECT_EQ(v->knobs[1].name, "stages");
+  EXPECT_EQ(v->knobs[2].name, "cp");
+  EXPECT_EQ(v->knobs[3].name, "fixup_m");
   EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
 }
 
@@ -107,19 +149,20 @@ TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
   int count = 0;
   for (const auto& u : uses) {
     const std::string name = test::split_template(u.name).first;
-    if (name != "prefill_sm80_scan_kernel" && name != "prefill_sm80_prep_kernel") continue;
+    if (name != "prefill_sm80_scan_kernel" && name != "prefill_sm80_prep_kernel" && name != "prefill_sm80_fixup_kernel") continue;
     kernels.insert(name);
     ++count;
     // The family's own target, unless the build named one for every family (scripts/sanitize.sh).
     if (std::string(GDN_CUDA_ARCHS_OVERRIDE).empty()) EXPECT_EQ(u.arch, "sm_80") << u.name;
     ASSERT_GE(u.spill_stores, 0) << u.name << ": no spill line in the report";
     EXPECT_EQ(u.spill_stores + u.spill_loads, 0) << u.name << " spills " << u.spill_stores << " + " << u.spill_loads << " bytes";
-    // Six warps of the scan at one CTA per SM, four preparation CTAs of 128 threads per SM.
+    // Six warps of the scan (and eight of the fixup) at one CTA per SM, four preparation CTAs of 128
+    // threads per SM.
     EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
   }
-  EXPECT_EQ(count, 8) << "scan with two and three stages and the preparation per value head and per q/k head, for bf16 "
-                          "and f16";
-  EXPECT_EQ(kernels.size(), 2u);
+  EXPECT_EQ(count, 14) << "scan and transition pass with two and three stages and the preparation per value head and per "
+                           "q/k head, for bf16 and f16; the fixup with one and two M buffers";
+  EXPECT_EQ(kernels.size(), 3u);
 }
 
 }  // namespace

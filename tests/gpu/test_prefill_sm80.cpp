@@ -1,9 +1,10 @@
 // prefill/sm80 against the fp64 reference on the cases test_prefill_sm90.cpp makes hard (partial and
 // single-token chunks, zero-length sequences, every GVA ratio of Qwen3.5, both gate forms, l2norm
 // off, f16 inputs, both layouts, h0 absent, the stress inputs over many chunks, the pool form,
-// offsets past 2^31 elements), under both preparation forms; then 1000 launches bit-identical,
-// batch invariance, a CUDA-graph capture, and the same bits as prefill/sm90's mma.sync two-pass
-// plan (the same arithmetic: its device code with two stages and no Hopper instructions). Runs on
+// offsets past 2^31 elements), under both preparation forms, three stages and split into segments;
+// then 1000 launches bit-identical, batch invariance, a CUDA-graph capture, and the same bits as
+// prefill/sm90's mma.sync two-pass plans, unsplit and split (the same arithmetic: its device code
+// with two stages and no Hopper instructions). Runs on
 // any GPU from sm_80 on; on Hopper the driver JIT-compiles its compute_80 PTX.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -32,14 +33,17 @@ using Case = test::PrefillCase;
 using test::bytes_of, test::prefill, test::run_shape, test::with, test::with_plan;
 
 // The hard cases and a Qwen3.5 head shape (16/48), under both preparation forms with the two-stage
-// scan, and the three-stage scan where the device allows it (a skip elsewhere).
+// scan, the three-stage scan where the device allows it (a skip elsewhere), and split into segments
+// of 2 and 3 chunks (the fixup with one and two M buffers).
 std::vector<Case> cases() {
   std::vector<Case> c = test::hard_prefill_cases();
   c.push_back({"qwen35_16_48", prefill({300, 65}, 16, 48)});
   std::vector<Case> all;
   for (const auto& [tag, spec] : {std::pair<const char*, const char*>{"prep_head", "prep=head,stages=2"},
                                   {"prep_group", "prep=group,stages=2"},
-                                  {"stages3", "prep=head,stages=3"}})
+                                  {"stages3", "prep=head,stages=3"},
+                                  {"cp2", "prep=head,stages=2,cp=2,fixup_m=1"},
+                                  {"cp3_stages3", "prep=group,stages=3,cp=3,fixup_m=2"}})
     for (const Case& one : c) all.push_back({one.label + "_" + tag, with_plan(one.shape, spec)});
   return all;
 }
@@ -79,7 +83,7 @@ class Sm80PrefillBits : public test::CudaSuite<int> {
 TEST_F(Sm80PrefillBits, ThousandLaunchesAreBitIdentical) {
   ASSERT_NE(sm80(), nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
-  for (const char* plan : {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3"}) {
+  for (const char* plan : {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,cp=2,fixup_m=1"}) {
     const Shape s = with_plan(prefill({777, 64, 1, 250}, 4, 16), plan);
     if (auto why = sm80()->supports(s); !why.empty()) continue;  // three stages where the device holds them
     Problem p(s, *backend_, kSeed);
@@ -120,6 +124,30 @@ TEST_F(Sm80PrefillBits, GivesTheBitsOfSm90sMmaSyncPlan) {
       EXPECT_TRUE(r.pass) << test::describe(r);
       const auto theirs = run_shape(
           *hopper, with_plan(s, std::string("cp=off,block_v=32,slot_write=threads,pdl=off,prep=") + prep), p, *backend_);
+      EXPECT_TRUE(ours.first == theirs.first) << "o differs";
+      EXPECT_TRUE(ours.second == theirs.second) << "ht differs";
+    }
+}
+
+// Split into segments (transition pass, fixup, scan), prefill/sm80 runs prefill/sm90's split at
+// block_v 32 on the same tiles: the same bits, with the fixup's one M buffer and with two.
+TEST_F(Sm80PrefillBits, ItsSplitGivesTheBitsOfSm90sMmaSyncSplit) {
+  const Variant* hopper = Registry::instance().find("prefill/sm90");
+  ASSERT_NE(sm80(), nullptr);
+  ASSERT_NE(hopper, nullptr);
+  if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = backend_->can_run(*hopper); !why.empty()) GTEST_SKIP() << why;
+  const Shape shapes[] = {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4), prefill({2000, 5, 640}, 1, 3)};
+  for (const Shape& s : shapes)
+    for (const char* fixup : {"1", "2"}) {
+      SCOPED_TRACE(s.key() + ", fixup_m=" + fixup);
+      if (auto why = sm80()->supports(with_plan(s, std::string("cp=2,fixup_m=") + fixup)); !why.empty()) GTEST_SKIP() << why;
+      Problem p(s, *backend_, kSeed);
+      const auto ours = run_shape(*sm80(), with_plan(s, std::string("prep=head,stages=2,cp=2,fixup_m=") + fixup), p, *backend_);
+      const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
+      EXPECT_TRUE(r.pass) << sm80()->plan(with_plan(s, std::string("cp=2,fixup_m=") + fixup)) << "\n" << test::describe(r);
+      const auto theirs =
+          run_shape(*hopper, with_plan(s, "cp=2,block_v=32,cp_block_v=32,slot_write=threads,pdl=off,prep=head"), p, *backend_);
       EXPECT_TRUE(ours.first == theirs.first) << "o differs";
       EXPECT_TRUE(ours.second == theirs.second) << "ht differs";
     }

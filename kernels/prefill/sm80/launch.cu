@@ -2,8 +2,9 @@
 // schedule of prefill/sm90 on mma.sync alone. The preparation is sm90's prepare_slot (cp.async
 // copies, the products and the hier inverse on mma.sync, 16-byte slot stores); the scan is sm90's
 // scan_chunks at block_v 32 (mma.sync state warps, cp.async loads) with two stages, which fit an
-// sm_80 CTA where three do not, or three where the device allows them (Plan::stages). The kernels are named for this family, so timings and ptxas
-// reports say which family ran.
+// sm_80 CTA where three do not, or three where the device allows them (Plan::stages); a split adds
+// sm90's transition pass (the scan without outputs) and fixup. The kernels are named for this
+// family, so timings and ptxas reports say which family ran.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -13,8 +14,10 @@
 #include "core/errors.h"
 #include "core/state_quant.h"
 #include "prefill/sm80/launch.h"
+#include "prefill/sm90/fixup_kernel.cuh"
 #include "prefill/sm90/prep_kernel.cuh"
 #include "prefill/sm90/scan_kernel.cuh"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/workspace.h"
 #include "prefill/sm90/workspace_buffer.h"
 
@@ -26,10 +29,19 @@ __global__ void __launch_bounds__(sm90::kPrepKernelThreads, sm90::kPrepCtasPerSm
   sm90::prepare_slot<In, kGroup>(a, ws, false);
 }
 
-// Kern: the layout, sm90::kScan2Kernel (two stages) or sm90::kScanKernel (three).
-template <class In, int Kern>
-__global__ void __launch_bounds__(sm90::warps_for(kBlockV) * 32, 1) prefill_sm80_scan_kernel(const prefill::Args a, const uint8_t* ws) {
-  sm90::scan_chunks<In, kBlockV, true, false, void, Kern>(a, sm90::kHeadDim / kBlockV, ws, sm90::CpArgs{}, false, nullptr);
+// The scan (kOut) or the transition pass of a context-parallel split at block_v 32. Kern: the
+// layout, sm90::kScan2Kernel (two stages) or sm90::kScanKernel (three).
+template <class In, bool kOut, int Kern>
+__global__ void __launch_bounds__(sm90::warps_for(kBlockV) * 32, 1)
+    prefill_sm80_scan_kernel(const prefill::Args a, const uint8_t* ws, const sm90::CpArgs cp) {
+  sm90::scan_chunks<In, kBlockV, kOut, false, void, Kern>(a, (kOut ? 1 : 2) * sm90::kHeadDim / kBlockV, ws, cp, false,
+                                                          nullptr);
+}
+
+// The split's fixup with one or two M buffers (Plan::fixup_m_buffers).
+template <int kMBuffers>
+__global__ void __launch_bounds__(sm90::kFixupThreads, 1) prefill_sm80_fixup_kernel(const prefill::Args a, const sm90::CpArgs cp) {
+  sm90::fixup_segments<void, kMBuffers>(a, cp, nullptr);
 }
 
 namespace {
@@ -39,20 +51,54 @@ template <class K> void set_smem(K kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
+// The scan (kOut) or the transition pass over `slots` segment slots.
+template <class In, bool kOut>
+void launch_scan(const prefill::Args& a, const Plan& p, int64_t slots, const uint8_t* ws, const sm90::CpArgs& cp,
+                 cudaStream_t stream) {
+  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, kOut, sm90::kScanKernel>
+                                  : prefill_sm80_scan_kernel<In, kOut, sm90::kScan2Kernel>;
+  const int smem = scan_smem_bytes(p.stages);
+  set_smem(scan, smem);
+  const int64_t ctas = int64_t((kOut ? 1 : 2) * sm90::kHeadDim / kBlockV) * a.HV * slots;
+  if (ctas > int64_t(INT32_MAX))
+    throw runtime_error(fmt::format("prefill/sm80: {} {} CTAs do not fit one grid", ctas, kOut ? "scan" : "transition"));
+  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(kBlockV) * 32), size_t(smem), stream>>>(a, ws, cp);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+// The preparation, then (with a split) the transition pass and the fixup, then the scan: one
+// stream, in order. The workspace holds the prepared slots and the split's buffers, as sm90's.
 template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
-  uint8_t* ws = sm90::workspace_for(sm90::workspace_bytes(a.T, a.N, a.HV), stream);
+  const int L = p.seg_chunks;
+  const int64_t prep_bytes = (sm90::workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
+  const int64_t seg_bytes = sm90::segment_buffer_bytes(a.T, a.N, a.HV, L);
+  uint8_t* ws = sm90::workspace_for(prep_bytes + 3 * seg_bytes + sm90::segment_flag_bytes(a.T, a.N, a.HV, L), stream);
+  sm90::CpArgs cp;
+  cp.seg_chunks = L;
+  if (L > 0) {
+    cp.m = reinterpret_cast<float*>(ws + prep_bytes);
+    cp.n = reinterpret_cast<float*>(ws + prep_bytes + seg_bytes);
+    cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
+    cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
+  }
   const auto prep = p.prep_group ? prefill_sm80_prep_kernel<In, true> : prefill_sm80_prep_kernel<In, false>;
   set_smem(prep, prep_smem_bytes());
   prep<<<dim3(unsigned(sm90::slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), sm90::kPrepKernelThreads,
          size_t(prep_smem_bytes()), stream>>>(a, ws);
   CUDA_CHECK(cudaGetLastError());
-  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, sm90::kScanKernel> : prefill_sm80_scan_kernel<In, sm90::kScan2Kernel>;
-  const int smem = scan_smem_bytes(p.stages);
-  set_smem(scan, smem);
-  const int64_t ctas = int64_t(sm90::kHeadDim / kBlockV) * a.HV * a.N;
-  if (ctas > int64_t(INT32_MAX)) throw runtime_error(fmt::format("prefill/sm80: {} scan CTAs do not fit one grid", ctas));
-  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(kBlockV) * 32), size_t(smem), stream>>>(a, ws);
-  CUDA_CHECK(cudaGetLastError());
+  const int64_t slots = sm90::segment_count(a.T, a.N, L);
+  if (L > 0) {
+    launch_scan<In, false>(a, p, slots, ws, cp, stream);
+    const auto fixup = p.fixup_m_buffers == 1 ? prefill_sm80_fixup_kernel<1> : prefill_sm80_fixup_kernel<2>;
+    const int smem = fixup_smem_bytes(p.fixup_m_buffers);  // the plan's count (plan.cpp), checked against the kernel's
+    if (smem != sm90::fixup_smem_bytes(p.fixup_m_buffers))
+      throw runtime_error(fmt::format("prefill/sm80: the plan's fixup takes {} bytes, the kernel {}", smem,
+                                    sm90::fixup_smem_bytes(p.fixup_m_buffers)));
+    set_smem(fixup, smem);
+    fixup<<<dim3(unsigned(a.N * a.HV * (sm90::kHeadDim / sm90::kFixupCols))), sm90::kFixupThreads, size_t(smem), stream>>>(a, cp);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  launch_scan<In, true>(a, p, slots, ws, cp, stream);
 }
 
 }  // namespace

@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <stdexcept>
 
 #include "core/plan_spec.h"
 #include "core/state_quant.h"
+#include "prefill/sm90/segments.h"
 #include "prefill/sm90/smem_layout.h"
 #include "prefill/sm90/workspace.h"
 
@@ -17,8 +19,16 @@ constexpr int kSm80SmemOptin = 166912;
 
 int scan_smem_bytes(int stages) { return sm90::SmemLayout(kBlockV, stages == 3 ? sm90::kScanKernel : sm90::kScan2Kernel).bytes; }
 int prep_smem_bytes() { return sm90::SmemLayout(0, sm90::kPrepKernel).bytes; }
+// sm90::fixup_smem_bytes, which lives in a CUDA header: M (K rows of K + 4 floats) per buffer, two
+// buffers of N's 8 columns, the start state and eight slices' partial sums.
+int fixup_smem_bytes(int m_buffers) {
+  constexpr int m = sm90::kHeadDim * (sm90::kHeadDim + 4), n = sm90::kHeadDim * 8;
+  return (m_buffers * m + 3 * n + 8 * n) * 4;
+}
 
-int64_t Plan::ctas(const Batch& b) const { return int64_t(b.V / kBlockV) * b.HV * b.sequences; }
+int64_t Plan::ctas(const Batch& b) const {
+  return int64_t(b.V / kBlockV) * b.HV * sm90::segment_count(b.tokens, b.sequences, seg_chunks);
+}
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
   return fmt::format(
@@ -28,7 +38,17 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
       sm90::kChunk, kBlockV, sm90::warps_for(kBlockV), kBlockV / sm90::kColsPerWarp, sm90::kPrepWarps, stages == 3 ? "three" : "two",
       ctas(b), sm_count, scan_smem_bytes(stages) / 1024.0, sm90::slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, sm90::kPrepKernelThreads,
       prep_group ? ", one per q/k head and its value heads in turn" : "", prep_smem_bytes() / 1024.0,
-      sm90::workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0);
+      sm90::workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0) + split(b);
+}
+
+std::string Plan::split(const Batch& b) const {
+  if (seg_chunks == 0) return "; no context parallelism";
+  return fmt::format(
+      "; context parallel: segments of {} chunks ({} slots), a transition pass at block_v {} and a fixup with {} M "
+      "buffer{} ({:.1f} KiB smem) before the scan, {:.1f} MiB of segment buffers",
+      seg_chunks, sm90::segment_count(b.tokens, b.sequences, seg_chunks), kBlockV, fixup_m_buffers,
+      fixup_m_buffers == 1 ? "" : "s", fixup_smem_bytes(fixup_m_buffers) / 1024.0,
+      3 * sm90::segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0);
 }
 
 std::string unsupported_reason(const Shape& s) {
@@ -44,13 +64,25 @@ std::string unrunnable_reason(const Plan& p, int smem_optin) {
   if (smem_optin > 0 && smem_optin < need)
     return fmt::format("the scan needs {} bytes of shared memory per block ({} stages at block_v {}); this GPU allows {}",
                        need, p.stages, kBlockV, smem_optin);
+  if (p.seg_chunks > 0 && smem_optin > 0 && smem_optin < fixup_smem_bytes(p.fixup_m_buffers))
+    return fmt::format("the fixup needs {} bytes of shared memory per block ({} M buffers); this GPU allows {}",
+                       fixup_smem_bytes(p.fixup_m_buffers), p.fixup_m_buffers, smem_optin);
   return "";
 }
 
 Plan choose(const Batch& b, int sm_count, int smem_optin) {
+  if (sm_count <= 0) sm_count = kDefaultSmCount;
+  if (smem_optin <= 0) smem_optin = kSm80SmemOptin;
   Plan p;
-  p.prep_group = sm90::prep_group_wins(b, sm_count > 0 ? sm_count : kDefaultSmCount);
-  p.stages = (smem_optin > 0 ? smem_optin : kSm80SmemOptin) >= scan_smem_bytes(3) + kScanStaticSmem ? 3 : 2;
+  p.prep_group = sm90::prep_group_wins(b, sm_count);
+  p.stages = smem_optin >= scan_smem_bytes(3) + kScanStaticSmem ? 3 : 2;
+  p.fixup_m_buffers = smem_optin >= fixup_smem_bytes(2) ? 2 : 1;
+  if (b.lens.empty()) return p;  // a spec checked without a batch
+  sm90::Plan unsplit;
+  unsplit.schedule = sm90::Schedule::two_pass;
+  unsplit.block_v = unsplit.cp_block_v = kBlockV;
+  unsplit.prep_group = p.prep_group;
+  p.seg_chunks = sm90::choose_context_parallel(b, unsplit, sm_count, true).seg_chunks;
   return p;
 }
 
@@ -63,9 +95,31 @@ const std::vector<PlanKnob>& plan_knobs() {
       {"stages",
        {"2", "3"},
        "the scan's stages (q, k, v and a workspace slot each). Default: 3 where the device allows a block their "
-       "173,056 bytes of shared memory (sm_90, sm_100), else 2"}};
+       "173,056 bytes of shared memory (sm_90, sm_100), else 2"},
+      {"cp",
+       {"off", "<n>"},
+       "context parallelism: each sequence's scan cut into segments of <n> chunks (1..65536) scanned in parallel, "
+       "or off. Default: prefill/sm90's split at block_v 32, where the unsplit grid is under four waves"},
+      {"fixup_m",
+       {"1", "2"},
+       "the split's fixup: one M buffer, or two (the next segment's M copied during this one's product). Default: 2 "
+       "where the device allows a block 180,224 bytes of shared memory (sm_90, sm_100), else 1"}};
   return knobs;
 }
+
+namespace {
+
+// cp=off or a segment length in chunks, as prefill/sm90's knob takes it.
+template <class Bad> int seg_chunks_of(const std::string& value, const Bad& bad) {
+  if (value == "off") return 0;
+  int64_t chunks = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), chunks);
+  if (ec != std::errc() || end != value.data() + value.size() || chunks < 1 || chunks > 65536)
+    throw bad(fmt::format("cp={}: expected off or a number of chunks per segment, 1..65536", value));
+  return int(chunks);
+}
+
+}  // namespace
 
 Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spec) {
   auto bad = [&](const std::string& why) { return std::invalid_argument(fmt::format("prefill/sm80 plan '{}': {}", spec, why)); };
@@ -73,7 +127,7 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
   try {
     settings = parse_plan_spec(spec);
   } catch (const std::invalid_argument& e) {
-    throw bad(fmt::format("{} (knobs: prep, stages)", e.what()));
+    throw bad(fmt::format("{} (knobs: prep, stages, cp, fixup_m)", e.what()));
   }
   Plan p = sm80::choose(b, sm_count, smem_optin);
   for (const PlanSetting& s : settings) {
@@ -83,8 +137,13 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
     } else if (s.knob == "stages") {
       if (s.value != "2" && s.value != "3") throw bad(fmt::format("stages={}: expected 2|3", s.value));
       p.stages = s.value == "3" ? 3 : 2;
+    } else if (s.knob == "cp") {
+      p.seg_chunks = seg_chunks_of(s.value, bad);
+    } else if (s.knob == "fixup_m") {
+      if (s.value != "1" && s.value != "2") throw bad(fmt::format("fixup_m={}: expected 1|2", s.value));
+      p.fixup_m_buffers = s.value == "1" ? 1 : 2;
     } else {
-      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages)", s.knob));
+      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, cp, fixup_m)", s.knob));
     }
   }
   return p;

@@ -1,7 +1,8 @@
 // The launch plan of prefill/sm80 as data: the two-pass schedule of prefill/sm90 on mma.sync alone
 // (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two or three
-// stages. Host code (C++17, no CUDA), so tests check it without a GPU and every report records it.
-// A plan spec (the `plan` axis) sets the knobs, prep=head|group and stages=2|3. Design:
+// stages, and its context-parallel split (transition pass, fixup) at block_v 32. Host code (C++17,
+// no CUDA), so tests check it without a GPU and every report records it. A plan spec (the `plan`
+// axis) sets the knobs, prep=head|group, stages=2|3, cp=off|<n> and fixup_m=1|2. Design:
 // kernels/prefill/sm80/README.md.
 #pragma once
 
@@ -26,6 +27,8 @@ int scan_smem_bytes(int stages);
 constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
+// The fixup's dynamic shared memory with one or two M buffers.
+int fixup_smem_bytes(int m_buffers);
 
 struct Plan {
   // The preparation as one CTA per (slot, q/k head), its GVA group's value heads in turn, instead of
@@ -34,11 +37,20 @@ struct Plan {
   // The scan's stages: three where the device allows a block their 173,056 bytes (sm_90, sm_100),
   // else two (115,712: sm_80's 166,912).
   int stages = 2;
-  // Scan CTAs: one per value block of 32 columns, value head and sequence.
+  // Context parallelism (prefill/sm90/segments.h): segments of seg_chunks chunks, 0 for none.
+  int seg_chunks = 0;
+  // The fixup's M buffers: two (the next segment's M copied during this one's product) where the
+  // device allows a block 180,224 bytes, else one (112,640).
+  int fixup_m_buffers = 2;
+  // Scan CTAs: one per value block of 32 columns, value head and segment.
   int64_t ctas(const Batch& b) const;
   // One line for reports, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 load), ...".
   std::string describe(const Batch& b, int sm_count) const;
-  bool operator==(const Plan& o) const { return prep_group == o.prep_group && stages == o.stages; }
+  // The split's part of describe(): "; no context parallelism" or its segments and kernels.
+  std::string split(const Batch& b) const;
+  bool operator==(const Plan& o) const {
+    return prep_group == o.prep_group && stages == o.stages && seg_chunks == o.seg_chunks && fixup_m_buffers == o.fixup_m_buffers;
+  }
   bool operator!=(const Plan& o) const { return !(*this == o); }
 };
 
@@ -49,7 +61,9 @@ std::string unsupported_reason(const Shape& s);
 // can run plan p, else why not.
 std::string unrunnable_reason(const Plan& p, int smem_optin);
 
-// smem_optin: what the device allows a block (0: unknown, planned as sm_80's 166,912).
+// The default plan. smem_optin: what the device allows a block (0: unknown, planned as sm_80's
+// 166,912). The split is prefill/sm90's choice (choose_context_parallel) restricted to block_v 32
+// for both passes: few sequences x value heads, long sequences.
 Plan choose(const Batch& b, int sm_count, int smem_optin);
 const std::vector<PlanKnob>& plan_knobs();
 // The default plan with the spec's fields ("" is the default). Throws std::invalid_argument naming

@@ -99,7 +99,7 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
   return us;
 }
 
-Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, bool mma_sync_only) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   const int64_t unsplit_ctas = int64_t(kHeadDim / 32) * b.HV * b.sequences;  // the unsplit grid at block_v 32
   if (p.schedule != Schedule::two_pass || unsplit_ctas > 4 * int64_t(sm_count)) return p;
@@ -113,9 +113,11 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count) {
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
   // they save (H100: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
   // and 1x4096).
+  const std::vector<int> block_vs = mma_sync_only ? std::vector<int>{32} : std::vector<int>{32, 64, 128};
+  const std::vector<int> cp_block_vs = mma_sync_only ? std::vector<int>{32} : std::vector<int>{32, 64};
   for (const int L : segment_lengths(max_chunks))
-    for (const int bv : {32, 64, 128})
-      for (const int cp_bv : {32, 64}) {
+    for (const int bv : block_vs)
+      for (const int cp_bv : cp_block_vs) {
         Plan q = p;
         q.seg_chunks = L, q.block_v = bv, q.cp_block_v = cp_bv;
         const double us = modeled_scan_us(b, q, sm_count);

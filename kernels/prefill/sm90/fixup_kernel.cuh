@@ -5,7 +5,8 @@
 // shared memory one segment ahead, and M_s S_start(s) is summed in k slices (below: 0.85-0.96x
 // the time of 4 rows x 1 column a thread; more threads per CTA are slower). The sequence's own initial state (h0 or its pool slot, state_ref.cuh) is read here
 // only: the scan reads every segment's start from the buffer, so in the pool form no CTA reads a
-// slot that another CTA writes.
+// slot that another CTA writes. kMBuffers 1 (prefill/sm80 where a block may not have the two
+// buffers' 180,224 bytes): the next M is copied only after the product with this one.
 #pragma once
 
 #include <cuda_pipeline.h>
@@ -32,16 +33,18 @@ constexpr int kFixupMFloats = kHeadDim * kFixupMStride, kFixupNFloats = kHeadDim
 constexpr int kFixupSlices = kFixupThreads / 32, kFixupSliceK = kHeadDim / kFixupSlices, kFixupRowsPerLane = kHeadDim / 32;
 constexpr int kFixupPartialFloats = kFixupSlices * kFixupNFloats;
 constexpr int kFixupOutPerThread = kFixupNFloats / kFixupThreads;
-constexpr int kFixupSmemBytes = (2 * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4;
+constexpr int fixup_smem_bytes(int m_buffers) { return (m_buffers * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4; }
+constexpr int kFixupSmemBytes = fixup_smem_bytes(2);
 static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, float4 of M per four k");
 
 // Q: an 8-bit pool's format (pool_8bit.cuh; void for f32 / bf16), pool_scale its row scales: the
 // sequence's slot is widened as code x scale, as the unsplit scan widens it.
-template <class Q = void>
-__global__ void __launch_bounds__(kFixupThreads, 1)
-    prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp, float* pool_scale) {
+template <class Q = void, int kMBuffers = 2>
+__device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpArgs& cp, float* pool_scale) {
+  static_assert(kMBuffers == 1 || kMBuffers == 2, "one or two M buffers");
   extern __shared__ __align__(16) float fsm[];
-  float* const S = fsm + 2 * kFixupMFloats + 2 * kFixupNFloats;  // [K][kFixupCols], the current start state
+  float* const Nbuf = fsm + kMBuffers * kFixupMFloats;           // [2][K][kFixupCols], N_s's columns
+  float* const S = Nbuf + 2 * kFixupNFloats;                      // [K][kFixupCols], the current start state
   float* const part = S + kFixupNFloats;                         // [slice][K][kFixupCols], the slices' sums
   // A programmatic dependent of the transition pass (Plan::pdl): the scan may start its CTAs, and
   // this grid waits here for the maps and flags. Without PDL both return at once.
@@ -56,17 +59,18 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
   const int64_t segs = segments_of(len, cp.seg_chunks), slot0 = first_segment(bos, n, cp.seg_chunks);
   auto dropped = [&](int64_t s) { return cp.warm[(slot0 + s) * a.HV + h] != 0; };
 
+  const auto m_of = [&](int64_t s) { return fsm + (kMBuffers == 2 ? (s & 1) : 0) * kFixupMFloats; };
   // Segment s's M (unless dropped) and N columns into buffer s % 2, as one commit group.
   auto load_maps = [&](int64_t s) {
     const int64_t at = ((slot0 + s) * a.HV + h) * kStateFloats;
     if (!dropped(s)) {
-      float* dst = fsm + (s & 1) * kFixupMFloats;
+      float* dst = m_of(s);
       for (int e = tid; e < kHeadDim * kHeadDim / 4; e += kFixupThreads) {
         const int row = e / (kHeadDim / 4), piece = e % (kHeadDim / 4);
         ptx::cp_async_16_zfill(dst + row * kFixupMStride + 4 * piece, cp.m + at + row * kHeadDim + 4 * piece, true);
       }
     }
-    float* dst = fsm + 2 * kFixupMFloats + (s & 1) * kFixupNFloats;
+    float* dst = Nbuf + (s & 1) * kFixupNFloats;
     for (int e = tid; e < kFixupNFloats / 4; e += kFixupThreads) {
       const int row = e / (kFixupCols / 4), piece = e % (kFixupCols / 4);
       ptx::cp_async_16_zfill(dst + row * kFixupCols + 4 * piece, cp.n + at + row * kHeadDim + col0 + 4 * piece, true);
@@ -92,13 +96,15 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
 
   const int lane = tid & 31, slice = tid >> 5, k0 = slice * kFixupSliceK;
   for (int64_t s = 0; s + 1 < segs; ++s) {
-    if (s + 2 < segs) load_maps(s + 1);
-    else __pipeline_commit();
+    if constexpr (kMBuffers == 2) {
+      if (s + 2 < segs) load_maps(s + 1);
+      else __pipeline_commit();
+    }
     const bool drop = dropped(s);  // its load beside the copies' wait
-    __pipeline_wait_prior(1);
+    __pipeline_wait_prior(kMBuffers == 2 ? 1 : 0);
     __syncthreads();  // segment s's maps have landed for every thread; S holds S_start(s)
     if (!drop) {
-      const float* M = fsm + (s & 1) * kFixupMFloats;
+      const float* M = m_of(s);
       float acc[kFixupRowsPerLane][kFixupCols] = {};
 #pragma unroll
       for (int kq = 0; kq < kFixupSliceK; kq += 4) {
@@ -127,7 +133,9 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
       }
     }
     __syncthreads();  // every slice's sums are in; every thread has read S and segment s's maps
-    const float* N = fsm + 2 * kFixupMFloats + (s & 1) * kFixupNFloats;
+    if constexpr (kMBuffers == 1)
+      if (s + 2 < segs) load_maps(s + 1);  // into the M just read, beside this segment's sums
+    const float* N = Nbuf + (s & 1) * kFixupNFloats;
     const StateRef out = buffer_state(cp.start, slot0 + s + 1, h, a.HV);
 #pragma unroll
     for (int j = 0; j < kFixupOutPerThread; ++j) {
@@ -140,6 +148,12 @@ __global__ void __launch_bounds__(kFixupThreads, 1)
       out.write(r, col0 + c, x);
     }
   }
+}
+
+template <class Q = void>
+__global__ void __launch_bounds__(kFixupThreads, 1)
+    prefill_sm90_fixup_kernel(const prefill::Args a, const CpArgs cp, float* pool_scale) {
+  fixup_segments<Q, 2>(a, cp, pool_scale);
 }
 
 }  // namespace gdn::sm90

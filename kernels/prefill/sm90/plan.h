@@ -122,7 +122,8 @@ bool fused_wins(const Batch& b, const Plan& two_pass, int sm_count);
 // at most a quarter of the SMs), else `p`; a split's kernels are programmatic dependents (pdl).
 // Considered only when the unsplit grid at block_v 32 is under four waves (few heads x few
 // sequences); a split makes a sequence's bits depend on the segment length, so on the batch.
-Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count);
+// mma_sync_only: block_v 32 for both passes (prefill/sm80, which has no wgmma).
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, bool mma_sync_only = false);
 
 // ---- plan specs: "knob=value,..." over plan_knobs() ----------------------------------------
 
