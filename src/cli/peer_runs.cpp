@@ -134,7 +134,8 @@ int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vecto
 }
 
 std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,
-                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify) {
+                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify,
+                                      const std::function<void(const std::vector<CaseRecord>&)>& after_each) {
   std::vector<CaseRecord> out;
   if (harnesses.empty()) return out;
   const fs::path work = fs::temp_directory_path() / fmt::format("gdnbench-peers-{}", getpid());
@@ -159,11 +160,11 @@ std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses,
     opt.work_dir = work.string();
     opt.device = device;
     opt.verify = verify;
-    for (auto& r : run_peer_harness(h, mine, opt)) {
-      // The harness names the record's source; a Python kernel's file hash stays (compare names a change).
-      r.origin = {kHarnessOrigin, h.label, r.origin.sha256};
-      out.push_back(std::move(r));
-    }
+    std::vector<CaseRecord> records = run_peer_harness(h, mine, opt);
+    // The harness names the record's source; a Python kernel's file hash stays (compare names a change).
+    for (auto& r : records) r.origin = {kHarnessOrigin, h.label, r.origin.sha256};
+    if (after_each) after_each(records);
+    out.insert(out.end(), records.begin(), records.end());
   }
   std::error_code ec;
   fs::remove_all(work, ec);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,11 @@ void check_kernels_import(const std::vector<PeerHarness>& harnesses, const std::
 int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vector<CaseRecord>& records);
 
 // Runs every harness over the plan's points, leaving out the points whose records `kept` (a
-// --resume report's) already holds for that harness; returns the new records.
+// --resume report's) already holds for that harness; returns the new records. after_each gets
+// each harness's records as it ends, so the caller can write them down before the next one starts
+// (a run killed inside a later harness keeps them).
 std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,
-                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify);
+                                      const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify,
+                                      const std::function<void(const std::vector<CaseRecord>&)>& after_each = {});
 
 }  // namespace gdn::cli

@@ -221,8 +221,9 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
 
   int rc = run_sweep(cfg, opt, report);
   if (!harnesses.empty() && !g_interrupted) {
-    // Until the harnesses are done, the report on disk holds ours only and says so: a run killed
-    // inside a peer's harness leaves a report marked incomplete, not one that looks whole.
+    // Until the harnesses are done, the report on disk holds ours and the harnesses done so far, and
+    // says so: a run killed inside a peer's harness leaves a report marked incomplete, not one that
+    // looks whole.
     const bool ours_complete = report.complete;
     report.complete = false, report.finished_at.clear();
     if (!a.json.empty()) write_report(a.json, report);
@@ -234,11 +235,16 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
     plan_opt.mode = a.mode;
     plan_opt.rule = opt.rule;
     const int device = opt.devices.empty() ? a.device : opt.devices.front();  // --devices: the harnesses use the first
-    auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, device, opt.verify);
+    // Each harness's records join the report on disk as it ends: a run killed inside a later one
+    // keeps them, and --resume runs only what is missing.
+    const auto records = run_harnesses(harnesses, plan_json(cfg, plan_opt), a.peer_run, report.cases, device, opt.verify,
+                                       [&](const std::vector<CaseRecord>& done) {
+                                         report.cases.insert(report.cases.end(), done.begin(), done.end());
+                                         if (!a.json.empty()) write_report(a.json, report);
+                                       });
     // A --kernel under test is judged like ours: a runtime failure outranks a failed verification.
     if (const int judged = judged_exit_code(harnesses, records); rc == kExitOk || judged == kExitRuntime)
       rc = std::max(rc, judged);
-    for (auto& r : records) report.cases.push_back(std::move(r));
     report.complete = ours_complete && !g_interrupted;
     if (report.complete) report.finished_at = now_iso8601();
     if (!a.json.empty()) write_report(a.json, report);

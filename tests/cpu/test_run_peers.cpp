@@ -96,6 +96,26 @@ TEST_F(RunPeers, AReportKilledInsideAHarnessSaysItIsIncomplete) {
   EXPECT_EQ(of_variant(whole, "fla/fake").size(), decode_points().size());
 }
 
+// Killed inside the second harness, the run keeps the first one's records on disk; --resume runs
+// only the harness that did not finish.
+TEST_F(RunPeers, AHarnessThatFinishedKeepsItsRecordsWhenALaterOneIsKilled) {
+  const auto out = tmp("killed-second.json");
+  const auto r = gdn::test::run_shell("FAKE_HARNESS_KILLS_GDNBENCH=flashinfer " + std::string(GDN_BINARY) + " run --config " +
+                                      kTiny + " --op decode --peers fla,flashinfer --peers-dir " + kFakes + " --json " + out +
+                                      kQuick + " 2>&1");
+  EXPECT_NE(r.code, 0) << r.out;
+  const auto rep = gdn::load_report(out);
+  EXPECT_FALSE(rep.complete);
+  EXPECT_EQ(of_variant(rep, "fla/fake").size(), decode_points().size()) << "the first harness's records were written";
+  EXPECT_TRUE(of_variant(rep, "flashinfer/fake").empty());
+
+  const auto resumed = run("run --config " + kTiny + " --op decode --peers fla,flashinfer --peers-dir " + kFakes + " --json " +
+                           out + " --resume " + out + kQuick);
+  const auto whole = gdn::load_report(out);
+  EXPECT_EQ(of_variant(whole, "fla/fake").size(), decode_points().size()) << "fla's points were not run again";
+  EXPECT_FALSE(of_variant(whole, "flashinfer/fake").empty()) << resumed.out;
+}
+
 TEST_F(RunPeers, OneReportHoldsOursAndEveryHarnessWithSkipsAndErrors) {
   const auto points = decode_points();
   ASSERT_GE(points.size(), 2u);

@@ -9,8 +9,8 @@ does is fixed here, so one folder holds every case the tests need:
   flashinfer  importable; writes its first point's record, then dies with a traceback
   kernel      --kernel MODULE:FUNCTION; importable when MODULE is `good` or `wrong` (whose records
               fail verification), else not
-With FAKE_HARNESS_KILLS_GDNBENCH set, a harness past its import check kills gdnbench (its parent)
-with SIGKILL: a run stopped from outside while a peer runs.
+With FAKE_HARNESS_KILLS_GDNBENCH set to 1 (or to a harness's name: that one only), a harness past its
+import check kills gdnbench (its parent) with SIGKILL: a run stopped from outside while a peer runs.
 """
 
 import argparse
@@ -46,7 +46,7 @@ def main(name):
             return 1
         print(f"{name} 0.0-fake: torch none")
         return 0
-    if os.environ.get("FAKE_HARNESS_KILLS_GDNBENCH"):
+    if os.environ.get("FAKE_HARNESS_KILLS_GDNBENCH") in ("1", name):
         os.kill(os.getppid(), signal.SIGKILL)
         return 1
     with open(args.plan) as f:
