@@ -91,7 +91,7 @@ TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
 
 // The split is prefill/sm90's choice at block_v 32: long sequences of few heads are cut (as sm90
 // cuts them), a batch that fills the GPU is not. The fixup keeps two M buffers where a block may
-// have 180,224 bytes, else one (112,640, under sm_80's 166,912 and the scan's own 116,736).
+// have 180,224 bytes, else one (112,640, under sm_80's 166,912 and the two-stage scan's 115,712).
 TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
   for (const auto& [lens, h, hv] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
            {{32768}, 2, 8}, {{32768}, 16, 32}, {{2048}, 2, 8}, {{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32}}) {
