@@ -133,12 +133,17 @@ int judged_exit_code(const std::vector<PeerHarness>& harnesses, const std::vecto
   return errors ? kExitRuntime : failed ? kExitVerifyFailed : kExitOk;
 }
 
+std::string harness_work_dir(const std::string& json) { return json.empty() ? "" : json + ".peers"; }
+
 std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses, const nlohmann::json& plan,
                                       const PeerRunArgs& a, const std::vector<CaseRecord>& kept, int device, bool verify,
-                                      const std::function<void(const std::vector<CaseRecord>&)>& after_each) {
+                                      const std::function<void(const std::vector<CaseRecord>&)>& after_each,
+                                      const std::string& work_dir, bool resume) {
   std::vector<CaseRecord> out;
   if (harnesses.empty()) return out;
-  const fs::path work = fs::temp_directory_path() / fmt::format("gdnbench-peers-{}", getpid());
+  const fs::path work = work_dir.empty() ? fs::temp_directory_path() / fmt::format("gdnbench-peers-{}", getpid()) : fs::path(work_dir);
+  std::error_code ec;
+  if (!resume) fs::remove_all(work, ec);  // a killed run's harness reports belong to that run
   fs::create_directories(work);
   for (const auto& h : harnesses) {
     if (g_interrupted) break;  // Ctrl-C: the report keeps what ran; --resume goes on
@@ -158,16 +163,21 @@ std::vector<CaseRecord> run_harnesses(const std::vector<PeerHarness>& harnesses,
     HarnessRunOptions opt;
     opt.python = a.python;
     opt.work_dir = work.string();
+    opt.resume = resume;
     opt.device = device;
     opt.verify = verify;
-    std::vector<CaseRecord> records = run_peer_harness(h, mine, opt);
-    // The harness names the record's source; a Python kernel's file hash stays (compare names a change).
-    for (auto& r : records) r.origin = {kHarnessOrigin, h.label, r.origin.sha256};
+    std::vector<CaseRecord> records;
+    for (auto& r : run_peer_harness(h, mine, opt)) {
+      // A resumed harness report may hold points the report already has: those stay as they are.
+      if (done.count(point_identity(r.case_name, r.shape_key(), r.seed))) continue;
+      // The harness names the record's source; a Python kernel's file hash stays (compare names a change).
+      r.origin = {kHarnessOrigin, h.label, r.origin.sha256};
+      records.push_back(std::move(r));
+    }
     if (after_each) after_each(records);
     out.insert(out.end(), records.begin(), records.end());
   }
-  std::error_code ec;
-  fs::remove_all(work, ec);
+  if (!g_interrupted) fs::remove_all(work, ec);
   return out;
 }
 

@@ -241,7 +241,8 @@ int execute(const RunArgs& a, bool time, const std::vector<std::string>& argv) {
                                        [&](const std::vector<CaseRecord>& done) {
                                          report.cases.insert(report.cases.end(), done.begin(), done.end());
                                          if (!a.json.empty()) write_report(a.json, report);
-                                       });
+                                       },
+                                       harness_work_dir(a.json), !a.resume.empty());
     // A --kernel under test is judged like ours: a runtime failure outranks a failed verification.
     if (const int judged = judged_exit_code(harnesses, records); rc == kExitOk || judged == kExitRuntime)
       rc = std::max(rc, judged);

@@ -92,9 +92,11 @@ std::vector<CaseRecord> run_peer_harness(const PeerHarness& h, const nlohmann::j
   const std::string stem = fmt::format("{}/{}", opt.work_dir, fs::path(h.script).stem().string());
   const std::string plan_path = stem + ".plan.json", out_path = stem + ".report.json";
   write_file_atomic(plan_path, plan.dump(1) + "\n");
-  fs::remove(out_path);
+  const bool resume = opt.resume && fs::exists(out_path);
+  if (!resume) fs::remove(out_path);
   std::vector<std::string> argv{opt.python, h.script, "--plan", plan_path, "--out", out_path,
                                 "--device", std::to_string(opt.device)};
+  if (resume) argv.push_back("--resume");
   if (!opt.verify) argv.push_back("--no-verify");
   argv.insert(argv.end(), h.extra_args.begin(), h.extra_args.end());
   fmt::print(stderr, "gdnbench: running {} over {} points ({})\n", h.label, plan.at("points").size(), h.script);

@@ -26,6 +26,9 @@ struct PeerHarness {
 struct HarnessRunOptions {
   std::string python = "python3";  // --python
   std::string work_dir;            // where the plan and the harness's report are written
+  // A report the harness left in work_dir (a run killed while it ran) is resumed: the harness
+  // keeps its finished records and runs the rest. Otherwise such a report is removed first.
+  bool resume = false;
   int device = 0;
   bool verify = true;
 };

@@ -116,6 +116,39 @@ TEST_F(RunPeers, AHarnessThatFinishedKeepsItsRecordsWhenALaterOneIsKilled) {
   EXPECT_FALSE(of_variant(whole, "flashinfer/fake").empty()) << resumed.out;
 }
 
+// Killed while a harness runs, the run leaves that harness's own report beside its --json
+// (<json>.peers/); --resume of the same report lets the harness keep those records and run only the
+// other points, then removes the folder. A run without --resume starts the harness afresh.
+TEST_F(RunPeers, AKilledHarnessGoesOnFromItsOwnRecordsUnderResume) {
+  const auto points = decode_points();
+  ASSERT_GE(points.size(), 3u);
+  const auto out = tmp("killed-midway.json");
+  const std::string peers_dir = out + ".peers", left = peers_dir + "/fla_peer.report.json";
+  const std::string cmd = std::string(GDN_BINARY) + " run --config " + kTiny + " --op decode --peers fla --peers-dir " + kFakes +
+                          " --json " + out + kQuick;
+  const auto r = gdn::test::run_shell("FAKE_HARNESS_KILLS_GDNBENCH_AFTER=2 " + cmd + " 2>&1");
+  EXPECT_NE(r.code, 0) << r.out;
+  EXPECT_TRUE(of_variant(gdn::load_report(out), "fla/fake").empty());
+  ASSERT_TRUE(std::filesystem::exists(left)) << r.out;
+  EXPECT_EQ(read_json(left)["cases"].size(), 2u);
+
+  const auto resumed = gdn::test::run_shell(cmd + " --resume " + out + " 2>&1");
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("2 records kept"), std::string::npos) << resumed.out;
+  const auto whole = gdn::load_report(out);
+  EXPECT_TRUE(whole.complete);
+  EXPECT_EQ(of_variant(whole, "fla/fake").size(), points.size());
+  EXPECT_FALSE(std::filesystem::exists(peers_dir)) << "the folder goes once every harness has ended";
+
+  // Killed again, then run without --resume: the leftover report is not adopted.
+  gdn::test::run_shell("FAKE_HARNESS_KILLS_GDNBENCH_AFTER=1 " + cmd + " 2>&1");
+  ASSERT_TRUE(std::filesystem::exists(left));
+  const auto fresh = gdn::test::run_shell(cmd + " 2>&1");
+  ASSERT_EQ(fresh.code, 0) << fresh.out;
+  EXPECT_NE(fresh.out.find("0 records kept"), std::string::npos) << fresh.out;
+  EXPECT_EQ(of_variant(gdn::load_report(out), "fla/fake").size(), points.size());
+}
+
 TEST_F(RunPeers, OneReportHoldsOursAndEveryHarnessWithSkipsAndErrors) {
   const auto points = decode_points();
   ASSERT_GE(points.size(), 2u);

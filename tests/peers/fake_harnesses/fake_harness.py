@@ -11,6 +11,8 @@ does is fixed here, so one folder holds every case the tests need:
               fail verification), else not
 With FAKE_HARNESS_KILLS_GDNBENCH set to 1 (or to a harness's name: that one only), a harness past its
 import check kills gdnbench (its parent) with SIGKILL: a run stopped from outside while a peer runs.
+With FAKE_HARNESS_KILLS_GDNBENCH_AFTER=N it does so after writing N records. --resume keeps the
+records of the report already at --out (as peerlib's harnesses do) and runs the other points.
 """
 
 import argparse
@@ -33,6 +35,7 @@ def main(name):
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--no-verify", action="store_true")
     p.add_argument("--check-import", action="store_true")
+    p.add_argument("--resume", action="store_true")
     p.add_argument("--kernel", default="")
     p.add_argument("--variants", default="")  # one name: the records carry it, so a test sees it arrived
     args = p.parse_args()
@@ -56,8 +59,19 @@ def main(name):
     device = {"index": args.device, "name": "fake device", "uuid": "GPU-fake"}
     report = rp.report_json("0.0-fake", [f"{name}_peer.py", *sys.argv[1:]], plan, plan["mode"], [device],
                             rp.now_iso(), {"name": "fake"}, tool_name=name)
-    print(f"{name}_peer: {len(plan['points'])} points, mode {plan['mode']}", file=sys.stderr)
+    done = set()
+    if args.resume and os.path.exists(args.out):
+        with open(args.out) as f:
+            report["cases"] = json.load(f)["cases"]
+        done = {(c["case"], c["shape_key"], c["seed"]) for c in report["cases"]}
+    kill_after = int(os.environ.get("FAKE_HARNESS_KILLS_GDNBENCH_AFTER", "-1"))
+    print(f"{name}_peer: {len(plan['points'])} points, mode {plan['mode']}, {len(done)} records kept", file=sys.stderr)
     for i, point in enumerate(plan["points"]):
+        if (point["case"], point["shape_key"], point["seed"]) in done:
+            continue
+        if len(report["cases"]) == kill_after:
+            os.kill(os.getppid(), signal.SIGKILL)
+            return 1
         if name == "flashinfer" and i == 1:
             raise RuntimeError("fake harness crash in the second point")
         samples = [FAKE_SPAN_S + 1e-9 * (k % 3) for k in range(rule["min_samples"])]
