@@ -70,17 +70,8 @@ void launch_scan(const prefill::Args& a, const Plan& p, int64_t slots, const uin
 // stream, in order. The workspace holds the prepared slots and the split's buffers, as sm90's.
 template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream) {
   const int L = p.seg_chunks;
-  const int64_t prep_bytes = (sm90::workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
-  const int64_t seg_bytes = sm90::segment_buffer_bytes(a.T, a.N, a.HV, L);
-  uint8_t* ws = sm90::workspace_for(prep_bytes + 3 * seg_bytes + sm90::segment_flag_bytes(a.T, a.N, a.HV, L), stream);
   sm90::CpArgs cp;
-  cp.seg_chunks = L;
-  if (L > 0) {
-    cp.m = reinterpret_cast<float*>(ws + prep_bytes);
-    cp.n = reinterpret_cast<float*>(ws + prep_bytes + seg_bytes);
-    cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
-    cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
-  }
+  uint8_t* ws = sm90::two_pass_workspace(a.T, a.N, a.HV, L, stream, &cp);
   const auto prep = p.prep_group ? prefill_sm80_prep_kernel<In, true> : prefill_sm80_prep_kernel<In, false>;
   set_smem(prep, prep_smem_bytes());
   prep<<<dim3(unsigned(sm90::slot_count(a.T, a.N)), unsigned(p.prep_group ? a.H : a.HV)), sm90::kPrepKernelThreads,
@@ -90,10 +81,7 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
   if (L > 0) {
     launch_scan<In, false>(a, p, slots, ws, cp, stream);
     const auto fixup = p.fixup_m_buffers == 1 ? prefill_sm80_fixup_kernel<1> : prefill_sm80_fixup_kernel<2>;
-    const int smem = fixup_smem_bytes(p.fixup_m_buffers);  // the plan's count (plan.cpp), checked against the kernel's
-    if (smem != sm90::fixup_smem_bytes(p.fixup_m_buffers))
-      throw runtime_error(fmt::format("prefill/sm80: the plan's fixup takes {} bytes, the kernel {}", smem,
-                                    sm90::fixup_smem_bytes(p.fixup_m_buffers)));
+    const int smem = sm90::fixup_smem_bytes(p.fixup_m_buffers);
     set_smem(fixup, smem);
     fixup<<<dim3(unsigned(a.N * a.HV * (sm90::kHeadDim / sm90::kFixupCols))), sm90::kFixupThreads, size_t(smem), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());

@@ -19,12 +19,6 @@ constexpr int kSm80SmemOptin = 166912;
 
 int scan_smem_bytes(int stages) { return sm90::SmemLayout(kBlockV, stages == 3 ? sm90::kScanKernel : sm90::kScan2Kernel).bytes; }
 int prep_smem_bytes() { return sm90::SmemLayout(0, sm90::kPrepKernel).bytes; }
-// sm90::fixup_smem_bytes, which lives in a CUDA header: M (K rows of K + 4 floats) per buffer, two
-// buffers of N's 8 columns, the start state and eight slices' partial sums.
-int fixup_smem_bytes(int m_buffers) {
-  constexpr int m = sm90::kHeadDim * (sm90::kHeadDim + 4), n = sm90::kHeadDim * 8;
-  return (m_buffers * m + 3 * n + 8 * n) * 4;
-}
 
 int64_t Plan::ctas(const Batch& b) const {
   return int64_t(b.V / kBlockV) * b.HV * sm90::segment_count(b.tokens, b.sequences, seg_chunks);

@@ -13,6 +13,7 @@
 
 #include "core/registry.h"
 #include "core/shape.h"
+#include "prefill/sm90/fixup_layout.h"
 #include "prefill/sm90/plan.h"
 
 namespace gdn::sm80 {
@@ -27,8 +28,8 @@ int scan_smem_bytes(int stages);
 constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
-// The fixup's dynamic shared memory with one or two M buffers.
-int fixup_smem_bytes(int m_buffers);
+// The fixup's dynamic shared memory with one or two M buffers (the kernel's own count).
+using sm90::fixup_smem_bytes;
 
 struct Plan {
   // The preparation as one CTA per (slot, q/k head), its GVA group's value heads in turn, instead of

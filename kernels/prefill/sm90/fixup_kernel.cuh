@@ -16,6 +16,7 @@
 
 #include "common/ptx/cp_async.cuh"
 #include "prefill/op.h"
+#include "prefill/sm90/fixup_layout.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/pdl.cuh"
 #include "prefill/sm90/pool_8bit.cuh"
@@ -23,19 +24,6 @@
 #include "prefill/sm90/states.cuh"
 
 namespace gdn::sm90 {
-
-constexpr int kFixupCols = 8, kFixupThreads = 256;
-constexpr int kFixupMStride = kHeadDim + 4;  // consecutive rows four banks apart: a warp's float4 reads of 32 rows take 4 wavefronts
-constexpr int kFixupMFloats = kHeadDim * kFixupMStride, kFixupNFloats = kHeadDim * kFixupCols;
-// The product M S in k slices, one per warp: warp w sums k in [16 w, 16 w + 16) for rows lane + 32 i
-// (i < 4) and all kFixupCols columns (32 accumulators), so each shared-memory read feeds 8 or 4
-// FMAs instead of 2; the slices' partial sums are added in slice order.
-constexpr int kFixupSlices = kFixupThreads / 32, kFixupSliceK = kHeadDim / kFixupSlices, kFixupRowsPerLane = kHeadDim / 32;
-constexpr int kFixupPartialFloats = kFixupSlices * kFixupNFloats;
-constexpr int kFixupOutPerThread = kFixupNFloats / kFixupThreads;
-constexpr int fixup_smem_bytes(int m_buffers) { return (m_buffers * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4; }
-constexpr int kFixupSmemBytes = fixup_smem_bytes(2);
-static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, float4 of M per four k");
 
 // Q: an 8-bit pool's format (pool_8bit.cuh; void for f32 / bf16), pool_scale its row scales: the
 // sequence's slot is widened as code x scale, as the unsplit scan widens it.

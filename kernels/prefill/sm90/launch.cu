@@ -84,17 +84,8 @@ void launch_scan_at(int block_v, const prefill::Args& a, int64_t slots, const ui
 template <class In, class Q = void>
 void launch_two_pass(const prefill::Args& a, const Plan& p, cudaStream_t stream, float* pool_scale = nullptr) {
   const int L = p.seg_chunks;
-  const int64_t prep_bytes = (workspace_bytes(a.T, a.N, a.HV) + 255) / 256 * 256;
-  const int64_t seg_bytes = segment_buffer_bytes(a.T, a.N, a.HV, L);
-  uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(a.T, a.N, a.HV, L), stream);
   CpArgs cp;
-  cp.seg_chunks = L;
-  if (L > 0) {
-    cp.m = reinterpret_cast<float*>(ws + prep_bytes);
-    cp.n = reinterpret_cast<float*>(ws + prep_bytes + seg_bytes);
-    cp.start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
-    cp.warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
-  }
+  uint8_t* ws = two_pass_workspace(a.T, a.N, a.HV, L, stream, &cp);
   const auto prep = p.prep_group ? prefill_sm90_prep_kernel<In, true> : prefill_sm90_prep_kernel<In, false>;
   const int prep_smem = SmemLayout(0, kPrepKernel).bytes;
   set_smem(prep, prep_smem);

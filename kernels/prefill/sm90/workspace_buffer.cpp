@@ -8,6 +8,7 @@
 
 #include "core/cuda_check.h"
 #include "core/errors.h"
+#include "prefill/sm90/workspace.h"
 
 namespace gdn::sm90 {
 namespace {
@@ -43,6 +44,21 @@ uint8_t* workspace_for(int64_t bytes, void* stream) {
   CUDA_CHECK(cudaMalloc(&b.ptr, size_t(want)));
   b.bytes = want;
   return b.ptr;
+}
+
+uint8_t* two_pass_workspace(int64_t T, int64_t N, int HV, int seg_chunks, void* stream, CpArgs* cp) {
+  const int64_t prep_bytes = (workspace_bytes(T, N, HV) + 255) / 256 * 256;
+  const int64_t seg_bytes = segment_buffer_bytes(T, N, HV, seg_chunks);
+  uint8_t* ws = workspace_for(prep_bytes + 3 * seg_bytes + segment_flag_bytes(T, N, HV, seg_chunks), stream);
+  *cp = CpArgs{};
+  cp->seg_chunks = seg_chunks;
+  if (seg_chunks > 0) {
+    cp->m = reinterpret_cast<float*>(ws + prep_bytes);
+    cp->n = reinterpret_cast<float*>(ws + prep_bytes + seg_bytes);
+    cp->start = reinterpret_cast<float*>(ws + prep_bytes + 2 * seg_bytes);
+    cp->warm = reinterpret_cast<int*>(ws + prep_bytes + 3 * seg_bytes);
+  }
+  return ws;
 }
 
 }  // namespace gdn::sm90
