@@ -77,6 +77,17 @@ class Sm80PrefillBits : public test::CudaSuite<int> {
     if (!backend_) return "CUDA backend unavailable: " + why_no_device_;
     return backend_->can_run(*sm80());
   }
+  // prefill/sm80 under spec `ours` and `other` under spec `theirs`, on the same inputs of s: ours
+  // passes the fp64 reference, and both give the same o and ht.
+  void expect_same_bits(const Shape& s, const std::string& ours, const Variant& other, const std::string& theirs) {
+    Problem p(s, *backend_, kSeed);
+    const auto a = run_shape(*sm80(), with_plan(s, ours), p, *backend_);
+    const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
+    EXPECT_TRUE(r.pass) << sm80()->plan(with_plan(s, ours)) << "\n" << test::describe(r);
+    const auto b = run_shape(other, with_plan(s, theirs), p, *backend_);
+    EXPECT_TRUE(a.first == b.first) << "o differs";
+    EXPECT_TRUE(a.second == b.second) << "ht differs";
+  }
 };
 
 // The two stages and the load warps' mbarriers must give the same bits on every launch.
@@ -118,14 +129,8 @@ TEST_F(Sm80PrefillBits, GivesTheBitsOfSm90sMmaSyncPlan) {
   for (const Shape& s : shapes)
     for (const char* prep : {"head", "group"}) {
       SCOPED_TRACE(s.key() + ", prep=" + prep);
-      Problem p(s, *backend_, kSeed);
-      const auto ours = run_shape(*sm80(), with_plan(s, std::string("stages=2,prep=") + prep), p, *backend_);
-      const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
-      EXPECT_TRUE(r.pass) << test::describe(r);
-      const auto theirs = run_shape(
-          *hopper, with_plan(s, std::string("cp=off,block_v=32,slot_write=threads,pdl=off,prep=") + prep), p, *backend_);
-      EXPECT_TRUE(ours.first == theirs.first) << "o differs";
-      EXPECT_TRUE(ours.second == theirs.second) << "ht differs";
+      expect_same_bits(s, std::string("stages=2,prep=") + prep, *hopper,
+                       std::string("cp=off,block_v=32,slot_write=threads,pdl=off,prep=") + prep);
     }
 }
 
@@ -142,14 +147,8 @@ TEST_F(Sm80PrefillBits, ItsSplitGivesTheBitsOfSm90sMmaSyncSplit) {
     for (const char* fixup : {"1", "2"}) {
       SCOPED_TRACE(s.key() + ", fixup_m=" + fixup);
       if (auto why = sm80()->supports(with_plan(s, std::string("cp=2,fixup_m=") + fixup)); !why.empty()) GTEST_SKIP() << why;
-      Problem p(s, *backend_, kSeed);
-      const auto ours = run_shape(*sm80(), with_plan(s, std::string("prep=head,stages=2,cp=2,fixup_m=") + fixup), p, *backend_);
-      const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
-      EXPECT_TRUE(r.pass) << sm80()->plan(with_plan(s, std::string("cp=2,fixup_m=") + fixup)) << "\n" << test::describe(r);
-      const auto theirs =
-          run_shape(*hopper, with_plan(s, "cp=2,block_v=32,cp_block_v=32,slot_write=threads,pdl=off,prep=head"), p, *backend_);
-      EXPECT_TRUE(ours.first == theirs.first) << "o differs";
-      EXPECT_TRUE(ours.second == theirs.second) << "ht differs";
+      expect_same_bits(s, std::string("prep=head,stages=2,cp=2,fixup_m=") + fixup, *hopper,
+                       "cp=2,block_v=32,cp_block_v=32,slot_write=threads,pdl=off,prep=head");
     }
 }
 
@@ -159,13 +158,7 @@ TEST_F(Sm80PrefillBits, ThreeStagesGiveTheBitsOfTwo) {
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
   const Shape s = prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4);
   if (auto why = sm80()->supports(with_plan(s, "stages=3")); !why.empty()) GTEST_SKIP() << why;
-  Problem p(s, *backend_, kSeed);
-  const auto two = run_shape(*sm80(), with_plan(s, "stages=2"), p, *backend_);
-  const auto three = run_shape(*sm80(), with_plan(s, "stages=3"), p, *backend_);
-  const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
-  EXPECT_TRUE(r.pass) << test::describe(r);
-  EXPECT_TRUE(two.first == three.first) << "o differs";
-  EXPECT_TRUE(two.second == three.second) << "ht differs";
+  expect_same_bits(s, "stages=3", *sm80(), "stages=2");
 }
 
 // Sequence 1 of a three-sequence batch, run alone on the same inputs, gives the same bits.
