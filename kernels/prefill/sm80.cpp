@@ -48,7 +48,7 @@ Variant make_variant() {
   v.description =
       "chunked forward on mma.sync tensor cores for GPUs without wgmma (sm_80 SASS, compute_80 PTX for newer ones): "
       "prefill/sm90's two-pass schedule without its Hopper instructions. 64-token chunks prepared in a kernel of their "
-      "own (A_g, P_g into a workspace), then the scan at 32 value columns per CTA with two stages (three where the GPU allows), fp32 state in "
+      "own (A_g, P_g into a workspace), then the scan at 32 or 64 value columns per CTA with two stages (three where the GPU allows), fp32 state in "
       "registers; long sequences of few heads split into segments (transition pass, fixup); dense h0/ht or an "
       "f32/bf16 state pool by index; K = V = 128, bf16/f16 inputs; no checkpoints or 8-bit pools yet";
   v.supports = supports;

@@ -43,8 +43,10 @@ TEST(Sm80Plan, DeclinesWhatItDoesNotRunAndSaysWhy) {
 // which take them.
 TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
   const sm90::Batch b = sm90::Batch::of(prefill({4096, 17}, 4, 16));
-  EXPECT_EQ(sm80::scan_smem_bytes(2), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
-  EXPECT_EQ(sm80::scan_smem_bytes(3), sm90::SmemLayout(32, sm90::kScanKernel).bytes);
+  EXPECT_EQ(sm80::scan_smem_bytes(32, 2), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
+  EXPECT_EQ(sm80::scan_smem_bytes(32, 3), sm90::SmemLayout(32, sm90::kScanKernel).bytes);
+  EXPECT_EQ(sm80::scan_smem_bytes(64, 2), sm90::SmemLayout(64, sm90::kScan2Kernel).bytes);
+  EXPECT_LE(sm80::scan_smem_bytes(64, 2) + sm80::kScanStaticSmem, 166912) << "two stages at block_v 64 fit an sm_80 CTA";
   EXPECT_EQ(sm90::SmemLayout(32, sm90::kScan2Kernel).stages, 2);
   EXPECT_EQ(sm80::choose(b, 108, 166912).stages, 2) << "three would not fit an sm_80 CTA";
   EXPECT_EQ(sm80::choose(b, 108, 0).stages, 2) << "no device: planned as sm_80";
@@ -56,7 +58,7 @@ TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
   EXPECT_NE(forced.find("3 stages"), std::string::npos) << forced;
   const std::string why = sm80::unrunnable_reason(sm80::choose(b, 128, 101376), 101376);
   EXPECT_NE(why.find("101376"), std::string::npos) << why;
-  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes(2) + sm80::kScanStaticSmem)), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes(32, 2) + sm80::kScanStaticSmem)), std::string::npos) << why;
 }
 
 TEST(Sm80Plan, PreparesPerQkHeadWhereSm90Would) {
@@ -77,14 +79,14 @@ TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
   EXPECT_EQ(sm80::check_spec("prep=group"), "");
   EXPECT_EQ(sm80::check_spec("stages=3"), "");
   EXPECT_NE(sm80::check_spec("stages=4").find("expected 2|3"), std::string::npos);
-  EXPECT_NE(sm80::check_spec("block_v=64").find("unknown knob 'block_v'"), std::string::npos) << sm80::check_spec("block_v=64");
+  EXPECT_NE(sm80::check_spec("schedule=fused").find("unknown knob 'schedule'"), std::string::npos) << sm80::check_spec("schedule=fused");
   EXPECT_NE(sm80::check_spec("prep=both").find("expected head|group"), std::string::npos);
   EXPECT_NE(sm80::check_spec("prep").find("prefill/sm80 plan 'prep'"), std::string::npos);
   EXPECT_EQ(sm80::plan_for(b, 108, 0, "cp=16").seg_chunks, 16);
   EXPECT_NE(sm80::check_spec("cp=0").find("1..65536"), std::string::npos) << sm80::check_spec("cp=0");
   EXPECT_NE(sm80::check_spec("cp=8x").find("1..65536"), std::string::npos);
   const std::string line = sm80::plan_for(b, 108, 0, "").describe(b, 108);
-  EXPECT_NE(line.find("block_v 32 (6 warps, 2 own the state, 4 load; two stages), 1024 CTAs on 108 SMs"), std::string::npos) << line;
+  EXPECT_NE(line.find("block_v 64 (8 warps, 4 own the state, 4 load; two stages), 512 CTAs on 108 SMs"), std::string::npos) << line;
   EXPECT_NE(line.find("one per q/k head"), std::string::npos) << line;
   EXPECT_NE(line.find("; no context parallelism"), std::string::npos) << line;
 }
@@ -125,16 +127,43 @@ TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
   EXPECT_NE(line.find("a fixup with 1 M buffer (110.0 KiB smem)"), std::string::npos) << line;
 }
 
+// Unsplit, the scan takes block_v 64 (four state warps a CTA) where block_v 32's grid needs more
+// than one wave of one CTA per SM; a split scans at block_v 32.
+TEST(Sm80Plan, BlockV64WhereBlockV32NeedsMoreThanAWave) {
+  auto plan = [](std::vector<int64_t> lens, int h, int hv) { return sm80::choose(sm90::Batch::of(prefill(lens, h, hv)), 132, 232448); };
+  EXPECT_EQ(plan({2048}, 16, 32).block_v, 32) << "128 CTAs on 132 SMs";
+  const sm80::Plan wide = plan({2048}, 16, 48);
+  EXPECT_EQ(wide.block_v, 64) << "192 CTAs at block_v 32";
+  EXPECT_EQ(wide.stages, 3);
+  EXPECT_EQ(wide.ctas(sm90::Batch::of(prefill({2048}, 16, 48))), 96);
+  const std::vector<int64_t> eight(8, 4096);
+  EXPECT_EQ(plan(eight, 16, 32).block_v, 64);
+  EXPECT_EQ(plan(eight, 16, 32).seg_chunks, 0);
+  const sm80::Plan split = plan({32768}, 2, 8);
+  EXPECT_GT(split.seg_chunks, 0);
+  EXPECT_EQ(split.block_v, 32);
+  const sm80::Plan on_sm80 = sm80::choose(sm90::Batch::of(prefill(eight, 16, 32)), 108, 166912);
+  EXPECT_EQ(on_sm80.block_v, 64);
+  EXPECT_EQ(on_sm80.stages, 2) << "three stages at block_v 64 are 184,320 bytes";
+  EXPECT_EQ(sm80::unrunnable_reason(on_sm80, 166912), "");
+  const auto b = sm90::Batch::of(prefill(eight, 16, 32));
+  EXPECT_EQ(sm80::plan_for(b, 132, 232448, "block_v=32").block_v, 32);
+  EXPECT_NE(sm80::check_spec("block_v=128").find("expected 32|64"), std::string::npos);
+  const std::string line = sm80::plan_for(b, 132, 232448, "").describe(b, 132);
+  EXPECT_NE(line.find("block_v 64 (8 warps, 4 own the state, 4 load; three stages), 512 CTAs"), std::string::npos) << line;
+}
+
 TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
   const Variant* v = Registry::instance().find("prefill/sm80");
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->min_arch, 80);
   EXPECT_GE(v->max_arch, 120);
-  ASSERT_EQ(v->knobs.size(), 4u);
+  ASSERT_EQ(v->knobs.size(), 5u);
   EXPECT_EQ(v->knobs[0].name, "prep");
   EXPECT_EQ(v->knobs[1].name, "stages");
-  EXPECT_EQ(v->knobs[2].name, "cp");
-  EXPECT_EQ(v->knobs[3].name, "fixup_m");
+  EXPECT_EQ(v->knobs[2].name, "block_v");
+  EXPECT_EQ(v->knobs[3].name, "cp");
+  EXPECT_EQ(v->knobs[4].name, "fixup_m");
   EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
 }
 
@@ -160,8 +189,8 @@ TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
     // threads per SM.
     EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
   }
-  EXPECT_EQ(count, 14) << "scan and transition pass with two and three stages and the preparation per value head and per "
-                           "q/k head, for bf16 and f16; the fixup with one and two M buffers";
+  EXPECT_EQ(count, 18) << "scan at block_v 32 and 64 and transition pass, with two and three stages, and the preparation "
+                           "per value head and per q/k head, for bf16 and f16; the fixup with one and two M buffers";
   EXPECT_EQ(kernels.size(), 3u);
 }
 

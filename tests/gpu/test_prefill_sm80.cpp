@@ -33,8 +33,9 @@ using Case = test::PrefillCase;
 using test::bytes_of, test::prefill, test::run_shape, test::with, test::with_plan;
 
 // The hard cases and a Qwen3.5 head shape (16/48), under both preparation forms with the two-stage
-// scan, the three-stage scan where the device allows it (a skip elsewhere), and split into segments
-// of 2 and 3 chunks (the fixup with one and two M buffers).
+// scan, the three-stage scan where the device allows it (a skip elsewhere), the scan at block_v 64
+// (four state warps), and split into segments of 2 and 3 chunks (the fixup with one and two M
+// buffers).
 std::vector<Case> cases() {
   std::vector<Case> c = test::hard_prefill_cases();
   c.push_back({"qwen35_16_48", prefill({300, 65}, 16, 48)});
@@ -42,6 +43,8 @@ std::vector<Case> cases() {
   for (const auto& [tag, spec] : {std::pair<const char*, const char*>{"prep_head", "prep=head,stages=2"},
                                   {"prep_group", "prep=group,stages=2"},
                                   {"stages3", "prep=head,stages=3"},
+                                  {"bv64", "prep=head,stages=2,block_v=64"},
+                                  {"bv64_stages3", "prep=group,stages=3,block_v=64"},
                                   {"cp2", "prep=head,stages=2,cp=2,fixup_m=1"},
                                   {"cp3_stages3", "prep=group,stages=3,cp=3,fixup_m=2"}})
     for (const Case& one : c) all.push_back({one.label + "_" + tag, with_plan(one.shape, spec)});
@@ -94,7 +97,8 @@ class Sm80PrefillBits : public test::CudaSuite<int> {
 TEST_F(Sm80PrefillBits, ThousandLaunchesAreBitIdentical) {
   ASSERT_NE(sm80(), nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
-  for (const char* plan : {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,cp=2,fixup_m=1"}) {
+  for (const char* plan :
+       {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,block_v=64", "prep=head,cp=2,fixup_m=1"}) {
     const Shape s = with_plan(prefill({777, 64, 1, 250}, 4, 16), plan);
     if (auto why = sm80()->supports(s); !why.empty()) continue;  // three stages where the device holds them
     Problem p(s, *backend_, kSeed);
@@ -129,7 +133,7 @@ TEST_F(Sm80PrefillBits, GivesTheBitsOfSm90sMmaSyncPlan) {
   for (const Shape& s : shapes)
     for (const char* prep : {"head", "group"}) {
       SCOPED_TRACE(s.key() + ", prep=" + prep);
-      expect_same_bits(s, std::string("stages=2,prep=") + prep, *hopper,
+      expect_same_bits(s, std::string("stages=2,block_v=32,prep=") + prep, *hopper,
                        std::string("cp=off,block_v=32,slot_write=threads,pdl=off,prep=") + prep);
     }
 }
@@ -147,9 +151,20 @@ TEST_F(Sm80PrefillBits, ItsSplitGivesTheBitsOfSm90sMmaSyncSplit) {
     for (const char* fixup : {"1", "2"}) {
       SCOPED_TRACE(s.key() + ", fixup_m=" + fixup);
       if (auto why = sm80()->supports(with_plan(s, std::string("cp=2,fixup_m=") + fixup)); !why.empty()) GTEST_SKIP() << why;
-      expect_same_bits(s, std::string("prep=head,stages=2,cp=2,fixup_m=") + fixup, *hopper,
+      expect_same_bits(s, std::string("prep=head,stages=2,block_v=32,cp=2,fixup_m=") + fixup, *hopper,
                        "cp=2,block_v=32,cp_block_v=32,slot_write=threads,pdl=off,prep=head");
     }
+}
+
+// Each state warp computes its 16 columns the same way whatever the CTA's width: block_v 64 (four
+// state warps) gives block_v 32's bits.
+TEST_F(Sm80PrefillBits, BlockV64GivesTheBitsOfBlockV32) {
+  ASSERT_NE(sm80(), nullptr);
+  if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
+  for (const Shape& s : {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4), prefill({3, 64, 100, 129}, 1, 4, Layout::vk)}) {
+    SCOPED_TRACE(s.key());
+    expect_same_bits(s, "cp=off,block_v=64", *sm80(), "cp=off,block_v=32");
+  }
 }
 
 // The stage count changes where a chunk waits, not what it computes: three stages give two's bits.

@@ -29,13 +29,13 @@ __global__ void __launch_bounds__(sm90::kPrepKernelThreads, sm90::kPrepCtasPerSm
   sm90::prepare_slot<In, kGroup>(a, ws, false);
 }
 
-// The scan (kOut) or the transition pass of a context-parallel split at block_v 32. Kern: the
-// layout, sm90::kScan2Kernel (two stages) or sm90::kScanKernel (three).
-template <class In, bool kOut, int Kern>
-__global__ void __launch_bounds__(sm90::warps_for(kBlockV) * 32, 1)
+// The scan (kOut) at block_v BV (32 or 64: two or four mma.sync state warps), or the transition
+// pass of a context-parallel split at block_v 32. Kern: the layout, sm90::kScan2Kernel (two
+// stages) or sm90::kScanKernel (three).
+template <class In, bool kOut, int Kern, int BV>
+__global__ void __launch_bounds__(sm90::warps_for(BV) * 32, 1)
     prefill_sm80_scan_kernel(const prefill::Args a, const uint8_t* ws, const sm90::CpArgs cp) {
-  sm90::scan_chunks<In, kBlockV, kOut, false, void, Kern>(a, (kOut ? 1 : 2) * sm90::kHeadDim / kBlockV, ws, cp, false,
-                                                          nullptr);
+  sm90::scan_chunks<In, BV, kOut, false, void, Kern, true>(a, (kOut ? 1 : 2) * sm90::kHeadDim / BV, ws, cp, false, nullptr);
 }
 
 // The split's fixup with one or two M buffers (Plan::fixup_m_buffers).
@@ -51,18 +51,18 @@ template <class K> void set_smem(K kernel, int bytes) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
 }
 
-// The scan (kOut) or the transition pass over `slots` segment slots.
-template <class In, bool kOut>
+// The scan (kOut) at BV or the transition pass (BV 32) over `slots` segment slots.
+template <class In, bool kOut, int BV>
 void launch_scan(const prefill::Args& a, const Plan& p, int64_t slots, const uint8_t* ws, const sm90::CpArgs& cp,
                  cudaStream_t stream) {
-  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, kOut, sm90::kScanKernel>
-                                  : prefill_sm80_scan_kernel<In, kOut, sm90::kScan2Kernel>;
-  const int smem = scan_smem_bytes(p.stages);
+  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, kOut, sm90::kScanKernel, BV>
+                                  : prefill_sm80_scan_kernel<In, kOut, sm90::kScan2Kernel, BV>;
+  const int smem = scan_smem_bytes(BV, p.stages);
   set_smem(scan, smem);
-  const int64_t ctas = int64_t((kOut ? 1 : 2) * sm90::kHeadDim / kBlockV) * a.HV * slots;
+  const int64_t ctas = int64_t((kOut ? 1 : 2) * sm90::kHeadDim / BV) * a.HV * slots;
   if (ctas > int64_t(INT32_MAX))
     throw runtime_error(fmt::format("prefill/sm80: {} {} CTAs do not fit one grid", ctas, kOut ? "scan" : "transition"));
-  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(kBlockV) * 32), size_t(smem), stream>>>(a, ws, cp);
+  scan<<<dim3(unsigned(ctas)), unsigned(sm90::warps_for(BV) * 32), size_t(smem), stream>>>(a, ws, cp);
   CUDA_CHECK(cudaGetLastError());
 }
 
@@ -79,14 +79,15 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
   CUDA_CHECK(cudaGetLastError());
   const int64_t slots = sm90::segment_count(a.T, a.N, L);
   if (L > 0) {
-    launch_scan<In, false>(a, p, slots, ws, cp, stream);
+    launch_scan<In, false, kBlockV>(a, p, slots, ws, cp, stream);
     const auto fixup = p.fixup_m_buffers == 1 ? prefill_sm80_fixup_kernel<1> : prefill_sm80_fixup_kernel<2>;
     const int smem = sm90::fixup_smem_bytes(p.fixup_m_buffers);
     set_smem(fixup, smem);
     fixup<<<dim3(unsigned(a.N * a.HV * (sm90::kHeadDim / sm90::kFixupCols))), sm90::kFixupThreads, size_t(smem), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
-  launch_scan<In, true>(a, p, slots, ws, cp, stream);
+  if (p.block_v == 64) launch_scan<In, true, 64>(a, p, slots, ws, cp, stream);
+  else launch_scan<In, true, kBlockV>(a, p, slots, ws, cp, stream);
 }
 
 }  // namespace

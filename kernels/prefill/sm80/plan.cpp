@@ -17,11 +17,13 @@ namespace gdn::sm80 {
 // ptxas places in a 1024-byte block (the dynamic buffer's alignment).
 constexpr int kSm80SmemOptin = 166912;
 
-int scan_smem_bytes(int stages) { return sm90::SmemLayout(kBlockV, stages == 3 ? sm90::kScanKernel : sm90::kScan2Kernel).bytes; }
+int scan_smem_bytes(int block_v, int stages) {
+  return sm90::SmemLayout(block_v, stages == 3 ? sm90::kScanKernel : sm90::kScan2Kernel).bytes;
+}
 int prep_smem_bytes() { return sm90::SmemLayout(0, sm90::kPrepKernel).bytes; }
 
 int64_t Plan::ctas(const Batch& b) const {
-  return int64_t(b.V / kBlockV) * b.HV * sm90::segment_count(b.tokens, b.sequences, seg_chunks);
+  return int64_t(b.V / block_v) * b.HV * sm90::segment_count(b.tokens, b.sequences, seg_chunks);
 }
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
@@ -29,8 +31,8 @@ std::string Plan::describe(const Batch& b, int sm_count) const {
       "chunk {}, block_v {} ({} warps, {} own the state, {} load; {} stages), {} CTAs on {} SMs, {:.1f} KiB smem, "
       "two_pass: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem; the inverse by 8 x 8 "
       "eliminations and f16 merges; {:.1f} MiB workspace), then the scan, mma.sync, f16 operands, fp32 state in registers",
-      sm90::kChunk, kBlockV, sm90::warps_for(kBlockV), kBlockV / sm90::kColsPerWarp, sm90::kPrepWarps, stages == 3 ? "three" : "two",
-      ctas(b), sm_count, scan_smem_bytes(stages) / 1024.0, sm90::slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, sm90::kPrepKernelThreads,
+      sm90::kChunk, block_v, sm90::warps_for(block_v), block_v / sm90::kColsPerWarp, sm90::kPrepWarps, stages == 3 ? "three" : "two",
+      ctas(b), sm_count, scan_smem_bytes(block_v, stages) / 1024.0, sm90::slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, sm90::kPrepKernelThreads,
       prep_group ? ", one per q/k head and its value heads in turn" : "", prep_smem_bytes() / 1024.0,
       sm90::workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0) + split(b);
 }
@@ -54,10 +56,10 @@ std::string unsupported_reason(const Shape& s) {
 }
 
 std::string unrunnable_reason(const Plan& p, int smem_optin) {
-  const int need = scan_smem_bytes(p.stages) + kScanStaticSmem;
+  const int need = scan_smem_bytes(p.block_v, p.stages) + kScanStaticSmem;
   if (smem_optin > 0 && smem_optin < need)
     return fmt::format("the scan needs {} bytes of shared memory per block ({} stages at block_v {}); this GPU allows {}",
-                       need, p.stages, kBlockV, smem_optin);
+                       need, p.stages, p.block_v, smem_optin);
   if (p.seg_chunks > 0 && smem_optin > 0 && smem_optin < fixup_smem_bytes(p.fixup_m_buffers))
     return fmt::format("the fixup needs {} bytes of shared memory per block ({} M buffers); this GPU allows {}",
                        fixup_smem_bytes(p.fixup_m_buffers), p.fixup_m_buffers, smem_optin);
@@ -69,7 +71,7 @@ Plan choose(const Batch& b, int sm_count, int smem_optin) {
   if (smem_optin <= 0) smem_optin = kSm80SmemOptin;
   Plan p;
   p.prep_group = sm90::prep_group_wins(b, sm_count);
-  p.stages = smem_optin >= scan_smem_bytes(3) + kScanStaticSmem ? 3 : 2;
+  p.stages = smem_optin >= scan_smem_bytes(kBlockV, 3) + kScanStaticSmem ? 3 : 2;
   p.fixup_m_buffers = smem_optin >= fixup_smem_bytes(2) ? 2 : 1;
   if (b.lens.empty()) return p;  // a spec checked without a batch
   sm90::Plan unsplit;
@@ -77,6 +79,12 @@ Plan choose(const Batch& b, int sm_count, int smem_optin) {
   unsplit.block_v = unsplit.cp_block_v = kBlockV;
   unsplit.prep_group = p.prep_group;
   p.seg_chunks = sm90::choose_context_parallel(b, unsplit, sm_count, true).seg_chunks;
+  if (p.seg_chunks == 0 && p.ctas(b) > sm_count) {
+    Plan wide = p;
+    wide.block_v = 64;
+    wide.stages = smem_optin >= scan_smem_bytes(64, 3) + kScanStaticSmem ? 3 : 2;
+    if (unrunnable_reason(wide, smem_optin).empty()) return wide;
+  }
   return p;
 }
 
@@ -90,6 +98,10 @@ const std::vector<PlanKnob>& plan_knobs() {
        {"2", "3"},
        "the scan's stages (q, k, v and a workspace slot each). Default: 3 where the device allows a block their "
        "173,056 bytes of shared memory (sm_90, sm_100), else 2"},
+      {"block_v",
+       {"32", "64"},
+       "value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four). Default: 32 where its grid fits one "
+       "wave (one CTA per SM) or the plan splits, else 64"},
       {"cp",
        {"off", "<n>"},
        "context parallelism: each sequence's scan cut into segments of <n> chunks (1..65536) scanned in parallel, "
@@ -121,7 +133,7 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
   try {
     settings = parse_plan_spec(spec);
   } catch (const std::invalid_argument& e) {
-    throw bad(fmt::format("{} (knobs: prep, stages, cp, fixup_m)", e.what()));
+    throw bad(fmt::format("{} (knobs: prep, stages, block_v, cp, fixup_m)", e.what()));
   }
   Plan p = sm80::choose(b, sm_count, smem_optin);
   for (const PlanSetting& s : settings) {
@@ -131,13 +143,16 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
     } else if (s.knob == "stages") {
       if (s.value != "2" && s.value != "3") throw bad(fmt::format("stages={}: expected 2|3", s.value));
       p.stages = s.value == "3" ? 3 : 2;
+    } else if (s.knob == "block_v") {
+      if (s.value != "32" && s.value != "64") throw bad(fmt::format("block_v={}: expected 32|64", s.value));
+      p.block_v = s.value == "64" ? 64 : 32;
     } else if (s.knob == "cp") {
       p.seg_chunks = seg_chunks_of(s.value, bad);
     } else if (s.knob == "fixup_m") {
       if (s.value != "1" && s.value != "2") throw bad(fmt::format("fixup_m={}: expected 1|2", s.value));
       p.fixup_m_buffers = s.value == "1" ? 1 : 2;
     } else {
-      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, cp, fixup_m)", s.knob));
+      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, block_v, cp, fixup_m)", s.knob));
     }
   }
   return p;

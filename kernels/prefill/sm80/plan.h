@@ -2,7 +2,7 @@
 // (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two or three
 // stages, and its context-parallel split (transition pass, fixup) at block_v 32. Host code (C++17,
 // no CUDA), so tests check it without a GPU and every report records it. A plan spec (the `plan`
-// axis) sets the knobs, prep=head|group, stages=2|3, cp=off|<n> and fixup_m=1|2. Design:
+// axis) sets the knobs, prep=head|group, stages=2|3, block_v=32|64, cp=off|<n> and fixup_m=1|2. Design:
 // kernels/prefill/sm80/README.md.
 #pragma once
 
@@ -20,11 +20,12 @@ namespace gdn::sm80 {
 
 using sm90::Batch;
 
-constexpr int kBlockV = 32;             // value columns per scan CTA: two mma.sync state warps
+constexpr int kBlockV = 32;             // the split's value columns per CTA (scan and transition pass): two state warps
 constexpr int kDefaultSmCount = 108;    // A100, when the device cannot be asked (plan on a CPU host)
 
-// Shared memory a scan CTA of `stages` stages asks for (dynamic), and its static block beside it.
-int scan_smem_bytes(int stages);
+// Shared memory a scan CTA of block_v columns and `stages` stages asks for (dynamic), and its
+// static block beside it.
+int scan_smem_bytes(int block_v, int stages);
 constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
@@ -38,19 +39,22 @@ struct Plan {
   // The scan's stages: three where the device allows a block their 173,056 bytes (sm_90, sm_100),
   // else two (115,712: sm_80's 166,912).
   int stages = 2;
+  // Value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four); a split scans at 32.
+  int block_v = 32;
   // Context parallelism (prefill/sm90/segments.h): segments of seg_chunks chunks, 0 for none.
   int seg_chunks = 0;
   // The fixup's M buffers: two (the next segment's M copied during this one's product) where the
   // device allows a block 180,224 bytes, else one (112,640).
   int fixup_m_buffers = 2;
-  // Scan CTAs: one per value block of 32 columns, value head and segment.
+  // Scan CTAs: one per value block of block_v columns, value head and segment.
   int64_t ctas(const Batch& b) const;
   // One line for reports, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 load), ...".
   std::string describe(const Batch& b, int sm_count) const;
   // The split's part of describe(): "; no context parallelism" or its segments and kernels.
   std::string split(const Batch& b) const;
   bool operator==(const Plan& o) const {
-    return prep_group == o.prep_group && stages == o.stages && seg_chunks == o.seg_chunks && fixup_m_buffers == o.fixup_m_buffers;
+    return prep_group == o.prep_group && stages == o.stages && block_v == o.block_v && seg_chunks == o.seg_chunks &&
+           fixup_m_buffers == o.fixup_m_buffers;
   }
   bool operator!=(const Plan& o) const { return !(*this == o); }
 };
@@ -64,7 +68,8 @@ std::string unrunnable_reason(const Plan& p, int smem_optin);
 
 // The default plan. smem_optin: what the device allows a block (0: unknown, planned as sm_80's
 // 166,912). The split is prefill/sm90's choice (choose_context_parallel) restricted to block_v 32
-// for both passes: few sequences x value heads, long sequences.
+// for both passes: few sequences x value heads, long sequences. Unsplit, block_v 32 where its grid
+// fits one wave (one CTA per SM), else 64: twice the state warps an SM, half the CTAs.
 Plan choose(const Batch& b, int sm_count, int smem_optin);
 const std::vector<PlanKnob>& plan_knobs();
 // The default plan with the spec's fields ("" is the default). Throws std::invalid_argument naming

@@ -114,18 +114,22 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 // bf16 pools), its row scales the trailing pool_scale: the start state (unsplit; a split's segments
 // start from the fixup's fp32 buffer), the checkpoints and the final state as codes with a scale
 // per row.
-// Kern: the layout, kScanKernel (three stages) or kScan2Kernel (two: prefill/sm80, block_v 32 only).
+// Kern: the layout, kScanKernel (three stages) or kScan2Kernel (two: prefill/sm80). kMma: mma.sync
+// state warps at any block_v (prefill/sm80's block_v 64: four of them), else warpgroups on wgmma
+// from block_v 64 on.
 // The body of the scan kernels (prefill_sm90_scan_kernel below, and prefill/sm80's).
-template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void, int Kern = kScanKernel>
+template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void, int Kern = kScanKernel, bool kMma = (BV == 32)>
 __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks, const uint8_t* ws, const CpArgs& cp,
                                             bool pingpong, float* pool_scale) {
   static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
-  static_assert(Kern == kScanKernel || (Kern == kScan2Kernel && BV == 32), "two stages at block_v 32 only");
+  static_assert(Kern == kScanKernel || (Kern == kScan2Kernel && kMma), "two stages on mma.sync state warps only");
+  static_assert(kMma || BV >= 64, "wgmma state warpgroups from block_v 64 on");
+  static_assert(!kMma || BV <= 64, "mma.sync state warps: at most four (block_v 64)");
   constexpr int S = SmemLayout(BV, Kern).stages;
   static_assert(kOut || !kCkpt, "the transition pass saves no checkpoints");
   constexpr bool kQ8 = !std::is_void_v<Q>;
   static_assert(kOut || !kQ8, "the transition pass reads no pool");
-  constexpr bool kWg = BV >= 64;
+  constexpr bool kWg = !kMma;
   constexpr int kStateWarps = BV / kColsPerWarp, NL = kPrepWarps * 32;
   extern __shared__ __align__(1024) uint8_t smem[];
   // Launched as a programmatic dependent (Plan::pdl): the next kernel may start its CTAs, and this

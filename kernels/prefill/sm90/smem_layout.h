@@ -23,7 +23,7 @@
 //                 c + 1 into its stage while the state warpgroups advance chunk c; the scan's layout,
 //                 offset for offset (the state warpgroups read it as the scan's), then lt
 //   kScan2Kernel  the scan with two stages (S = B = 2): prefill/sm80's, whose three stages at
-//                 block_v 32 (172,032 bytes) would not fit an sm_80 CTA's 166,912
+//                 block_v 32 and 64 (172,032 and 184,320 bytes) would not fit an sm_80 CTA's 166,912
 #pragma once
 
 namespace gdn::sm90 {
@@ -112,6 +112,7 @@ struct SmemLayout {
 static_assert(SmemLayout(64, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit");
 static_assert(SmemLayout(128, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit at block_v 128 too");
 static_assert(SmemLayout(32, kScan2Kernel).bytes <= 163 * 1024, "the two-stage scan at block_v 32 must fit an sm_80 CTA");
+static_assert(SmemLayout(64, kScan2Kernel).bytes <= 163 * 1024, "the two-stage scan at block_v 64 must fit an sm_80 CTA");
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(kFusedBlockV, kFusedKernel).bytes <= 227 * 1024, "one fused CTA per SM must fit");
