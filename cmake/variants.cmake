@@ -31,6 +31,6 @@ gdn_add_variant(kernels/prefill/sm90.cpp)
 # Chunked prefill on mma.sync tensor cores for every GPU without wgmma (kernels/prefill/sm80/; sm_80
 # SASS plus compute_80 PTX, which newer GPUs JIT-compile). It runs prefill/sm90's two-pass device
 # code, so it links that family's host objects (workspace, batch).
-gdn_add_kernels(prefill_sm80 SOURCES kernels/prefill/sm80/launch.cu kernels/prefill/sm80/plan.cpp ARCHS 80 RESOURCE_USAGE)
+gdn_add_kernels(prefill_sm80 SOURCES kernels/prefill/sm80/launch.cu kernels/prefill/sm80/plan.cpp ARCHS 80 86-real 89-real 120-real RESOURCE_USAGE)
 gdn_add_variant(kernels/prefill/sm80.cpp)
 

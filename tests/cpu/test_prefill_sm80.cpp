@@ -4,6 +4,7 @@
 // kernel present, none spilling.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -39,8 +40,9 @@ TEST(Sm80Plan, DeclinesWhatItDoesNotRunAndSaysWhy) {
 }
 
 // Two stages at block_v 32 fit an sm_80 CTA (166,912 bytes) but not the 101,376 of sm_86, sm_89
-// and sm_120, which the variant declines with the numbers; three fit sm_90 and sm_100 (232,448),
-// which take them.
+// and sm_120, which take one q tile (98,304 and the static block) and no split; three fit sm_90
+// and sm_100 (232,448), which take them. A device under the one-q-tile layout is declined with the
+// numbers.
 TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
   const sm90::Batch b = sm90::Batch::of(prefill({4096, 17}, 4, 16));
   EXPECT_EQ(sm80::scan_smem_bytes(32, 2), sm90::SmemLayout(32, sm90::kScan2Kernel).bytes);
@@ -56,9 +58,34 @@ TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
   EXPECT_EQ(sm80::unrunnable_reason(sm80::choose(b, 132, 232448), 232448), "");
   const std::string forced = sm80::unrunnable_reason(sm80::plan_for(b, 108, 166912, "stages=3"), 166912);
   EXPECT_NE(forced.find("3 stages"), std::string::npos) << forced;
-  const std::string why = sm80::unrunnable_reason(sm80::choose(b, 128, 101376), 101376);
-  EXPECT_NE(why.find("101376"), std::string::npos) << why;
-  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes(32, 2) + sm80::kScanStaticSmem)), std::string::npos) << why;
+  const sm80::Plan small = sm80::choose(b, 128, 101376);
+  EXPECT_TRUE(small.single_q);
+  EXPECT_EQ(small.stages, 2);
+  EXPECT_EQ(small.block_v, 32);
+  EXPECT_EQ(sm80::scan_smem_bytes(32, 2, true), sm90::SmemLayout(32, sm90::kScanQ1Kernel).bytes);
+  EXPECT_EQ(sm80::unrunnable_reason(small, 101376), "");
+  EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({32768}, 2, 8)), 128, 101376).seg_chunks, 0)
+      << "the fixup's 112,640 bytes do not fit a 99 KiB device";
+  EXPECT_FALSE(sm80::choose(b, 108, 166912).single_q);
+  const std::string why = sm80::unrunnable_reason(small, 65536);
+  EXPECT_NE(why.find("65536"), std::string::npos) << why;
+  EXPECT_NE(why.find(std::to_string(sm80::scan_smem_bytes(32, 2, true) + sm80::kScanStaticSmem)), std::string::npos) << why;
+  EXPECT_NE(why.find("one q tile"), std::string::npos) << why;
+}
+
+// q_tile=single forces the one-q-tile layout (two stages at block_v 32) on any device, so a Hopper
+// runs what sm_86, sm_89 and sm_120 run; a spec that contradicts it is refused.
+TEST(Sm80Plan, OneQTileIsTwoStagesAtBlockV32) {
+  const sm90::Batch b = sm90::Batch::of(prefill(std::vector<int64_t>(8, 4096), 16, 32));
+  const sm80::Plan p = sm80::plan_for(b, 132, 232448, "q_tile=single");
+  EXPECT_TRUE(p.single_q);
+  EXPECT_EQ(p.stages, 2) << "the default three become two";
+  EXPECT_EQ(p.block_v, 32) << "the default 64 becomes 32";
+  EXPECT_NE(p.describe(b, 132).find("two stages, one q tile"), std::string::npos) << p.describe(b, 132);
+  EXPECT_NE(sm80::check_spec("q_tile=single,stages=3").find("two stages at block_v 32"), std::string::npos);
+  EXPECT_NE(sm80::check_spec("q_tile=single,block_v=64").find("two stages at block_v 32"), std::string::npos);
+  EXPECT_EQ(sm80::check_spec("q_tile=single,stages=2,block_v=32"), "");
+  EXPECT_NE(sm80::check_spec("q_tile=one").find("expected staged|single"), std::string::npos);
 }
 
 TEST(Sm80Plan, PreparesPerQkHeadWhereSm90Would) {
@@ -169,28 +196,35 @@ TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
 
 const std::string kReport = std::string(GDN_RESOURCE_USAGE_DIR) + "/prefill_sm80.txt";
 
-TEST(Sm80Resources, EveryKernelIsBuiltForSm80WithoutSpills) {
+// sm_80, sm_86, sm_89 and sm_120 SASS (and compute_80 PTX, which ptxas does not report).
+TEST(Sm80Resources, EveryKernelIsBuiltForEachTargetWithoutSpills) {
   const std::string for_gpu = GDN_FOR_GPU;
   if (!for_gpu.empty() && for_gpu != "80") GTEST_SKIP() << "built for compute capability " << for_gpu << ": prefill_sm80 is PTX only, ptxas did not run";
   const auto uses = test::read_report(kReport);
   ASSERT_FALSE(uses.empty()) << "no kernels in " << kReport << " (prefill_sm80 is built with RESOURCE_USAGE)";
   std::set<std::string> kernels;
-  int count = 0;
+  std::map<std::string, int> per_arch;
   for (const auto& u : uses) {
     const std::string name = test::split_template(u.name).first;
     if (name != "prefill_sm80_scan_kernel" && name != "prefill_sm80_prep_kernel" && name != "prefill_sm80_fixup_kernel") continue;
     kernels.insert(name);
-    ++count;
-    // The family's own target, unless the build named one for every family (scripts/sanitize.sh).
-    if (std::string(GDN_CUDA_ARCHS_OVERRIDE).empty()) EXPECT_EQ(u.arch, "sm_80") << u.name;
+    ++per_arch[u.arch];
     ASSERT_GE(u.spill_stores, 0) << u.name << ": no spill line in the report";
     EXPECT_EQ(u.spill_stores + u.spill_loads, 0) << u.name << " spills " << u.spill_stores << " + " << u.spill_loads << " bytes";
     // Six warps of the scan (and eight of the fixup) at one CTA per SM, four preparation CTAs of 128
     // threads per SM.
     EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
   }
-  EXPECT_EQ(count, 18) << "scan at block_v 32 and 64 and transition pass, with two and three stages, and the preparation "
-                           "per value head and per q/k head, for bf16 and f16; the fixup with one and two M buffers";
+  for (const auto& [arch, count] : per_arch)
+    EXPECT_EQ(count, 22) << arch << ": scan at block_v 32 and 64 and transition pass with two and three stages, both "
+                                    "with one q tile, the preparation per value head and per q/k head, for bf16 and f16; "
+                                    "the fixup with one and two M buffers";
+  // The family's own targets, unless the build named one for every family (scripts/sanitize.sh)
+  // or one GPU (GDNBENCH_FOR_GPU=80: sm_80 alone).
+  std::set<std::string> archs;
+  for (const auto& [arch, count] : per_arch) archs.insert(arch);
+  if (std::string(GDN_CUDA_ARCHS_OVERRIDE).empty() && for_gpu.empty())
+    EXPECT_EQ(archs, (std::set<std::string>{"sm_120", "sm_80", "sm_86", "sm_89"}));
   EXPECT_EQ(kernels.size(), 3u);
 }
 

@@ -34,8 +34,8 @@ using test::bytes_of, test::prefill, test::run_shape, test::with, test::with_pla
 
 // The hard cases and a Qwen3.5 head shape (16/48), under both preparation forms with the two-stage
 // scan, the three-stage scan where the device allows it (a skip elsewhere), the scan at block_v 64
-// (four state warps), and split into segments of 2 and 3 chunks (the fixup with one and two M
-// buffers).
+// (four state warps), the one-q-tile layout of 99 KiB devices, and split into segments of 2 and 3
+// chunks (the fixup with one and two M buffers).
 std::vector<Case> cases() {
   std::vector<Case> c = test::hard_prefill_cases();
   c.push_back({"qwen35_16_48", prefill({300, 65}, 16, 48)});
@@ -45,6 +45,8 @@ std::vector<Case> cases() {
                                   {"stages3", "prep=head,stages=3"},
                                   {"bv64", "prep=head,stages=2,block_v=64"},
                                   {"bv64_stages3", "prep=group,stages=3,block_v=64"},
+                                  {"one_q_tile", "prep=head,q_tile=single"},
+                                  {"one_q_tile_group", "prep=group,q_tile=single"},
                                   {"cp2", "prep=head,stages=2,cp=2,fixup_m=1"},
                                   {"cp3_stages3", "prep=group,stages=3,cp=3,fixup_m=2"}})
     for (const Case& one : c) all.push_back({one.label + "_" + tag, with_plan(one.shape, spec)});
@@ -98,7 +100,8 @@ TEST_F(Sm80PrefillBits, ThousandLaunchesAreBitIdentical) {
   ASSERT_NE(sm80(), nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
   for (const char* plan :
-       {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,block_v=64", "prep=head,cp=2,fixup_m=1"}) {
+       {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,block_v=64", "prep=head,q_tile=single",
+        "prep=head,cp=2,fixup_m=1"}) {
     const Shape s = with_plan(prefill({777, 64, 1, 250}, 4, 16), plan);
     if (auto why = sm80()->supports(s); !why.empty()) continue;  // three stages where the device holds them
     Problem p(s, *backend_, kSeed);
@@ -164,6 +167,25 @@ TEST_F(Sm80PrefillBits, BlockV64GivesTheBitsOfBlockV32) {
   for (const Shape& s : {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4), prefill({3, 64, 100, 129}, 1, 4, Layout::vk)}) {
     SCOPED_TRACE(s.key());
     expect_same_bits(s, "cp=off,block_v=64", *sm80(), "cp=off,block_v=32");
+  }
+}
+
+// One q tile changes when the next chunk's copies start, not what a chunk computes: the bits of
+// the staged layout, bf16 (q rewritten as f16 in the tile) and f16.
+TEST_F(Sm80PrefillBits, OneQTileGivesTheBitsOfStagedQ) {
+  ASSERT_NE(sm80(), nullptr);
+  if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
+  const Shape shapes[] = {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4),
+                          with(prefill({3, 64, 100, 129, 700}, 1, 4, Layout::vk), [](Shape& s) { s.input_dtype = DType::f16; })};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(s.key());
+    Problem p(s, *backend_, kSeed);
+    const auto staged = run_shape(*sm80(), with_plan(s, "cp=off,block_v=32,stages=2,q_tile=staged"), p, *backend_);
+    const auto single = run_shape(*sm80(), with_plan(s, "cp=off,q_tile=single"), p, *backend_);
+    const Verification r = check_outputs(p, effective_tolerances(s, sm80()->tolerances), {}, 0);
+    EXPECT_TRUE(r.pass) << test::describe(r);
+    EXPECT_TRUE(staged.first == single.first) << "o differs";
+    EXPECT_TRUE(staged.second == single.second) << "ht differs";
   }
 }
 

@@ -31,7 +31,7 @@ __global__ void __launch_bounds__(sm90::kPrepKernelThreads, sm90::kPrepCtasPerSm
 
 // The scan (kOut) at block_v BV (32 or 64: two or four mma.sync state warps), or the transition
 // pass of a context-parallel split at block_v 32. Kern: the layout, sm90::kScan2Kernel (two
-// stages) or sm90::kScanKernel (three).
+// stages), sm90::kScanKernel (three) or sm90::kScanQ1Kernel (two, one q tile; block_v 32).
 template <class In, bool kOut, int Kern, int BV>
 __global__ void __launch_bounds__(sm90::warps_for(BV) * 32, 1)
     prefill_sm80_scan_kernel(const prefill::Args a, const uint8_t* ws, const sm90::CpArgs cp) {
@@ -55,9 +55,12 @@ template <class K> void set_smem(K kernel, int bytes) {
 template <class In, bool kOut, int BV>
 void launch_scan(const prefill::Args& a, const Plan& p, int64_t slots, const uint8_t* ws, const sm90::CpArgs& cp,
                  cudaStream_t stream) {
-  const auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, kOut, sm90::kScanKernel, BV>
-                                  : prefill_sm80_scan_kernel<In, kOut, sm90::kScan2Kernel, BV>;
-  const int smem = scan_smem_bytes(BV, p.stages);
+  auto scan = p.stages == 3 ? prefill_sm80_scan_kernel<In, kOut, sm90::kScanKernel, BV>
+                            : prefill_sm80_scan_kernel<In, kOut, sm90::kScan2Kernel, BV>;
+  if constexpr (BV == 32)
+    if (p.single_q) scan = prefill_sm80_scan_kernel<In, kOut, sm90::kScanQ1Kernel, BV>;
+  if (p.single_q && BV != 32) throw runtime_error("prefill/sm80: one q tile at block_v 32 only");
+  const int smem = scan_smem_bytes(BV, p.stages, p.single_q);
   set_smem(scan, smem);
   const int64_t ctas = int64_t((kOut ? 1 : 2) * sm90::kHeadDim / BV) * a.HV * slots;
   if (ctas > int64_t(INT32_MAX))

@@ -17,7 +17,8 @@ namespace gdn::sm80 {
 // ptxas places in a 1024-byte block (the dynamic buffer's alignment).
 constexpr int kSm80SmemOptin = 166912;
 
-int scan_smem_bytes(int block_v, int stages) {
+int scan_smem_bytes(int block_v, int stages, bool single_q) {
+  if (single_q) return sm90::SmemLayout(block_v, sm90::kScanQ1Kernel).bytes;
   return sm90::SmemLayout(block_v, stages == 3 ? sm90::kScanKernel : sm90::kScan2Kernel).bytes;
 }
 int prep_smem_bytes() { return sm90::SmemLayout(0, sm90::kPrepKernel).bytes; }
@@ -28,11 +29,11 @@ int64_t Plan::ctas(const Batch& b) const {
 
 std::string Plan::describe(const Batch& b, int sm_count) const {
   return fmt::format(
-      "chunk {}, block_v {} ({} warps, {} own the state, {} load; {} stages), {} CTAs on {} SMs, {:.1f} KiB smem, "
+      "chunk {}, block_v {} ({} warps, {} own the state, {} load; {} stages{}), {} CTAs on {} SMs, {:.1f} KiB smem, "
       "two_pass: every chunk prepared first ({} x {} CTAs of {} threads{}, {:.1f} KiB smem; the inverse by 8 x 8 "
       "eliminations and f16 merges; {:.1f} MiB workspace), then the scan, mma.sync, f16 operands, fp32 state in registers",
       sm90::kChunk, block_v, sm90::warps_for(block_v), block_v / sm90::kColsPerWarp, sm90::kPrepWarps, stages == 3 ? "three" : "two",
-      ctas(b), sm_count, scan_smem_bytes(block_v, stages) / 1024.0, sm90::slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, sm90::kPrepKernelThreads,
+      single_q ? ", one q tile" : "", ctas(b), sm_count, scan_smem_bytes(block_v, stages, single_q) / 1024.0, sm90::slot_count(b.tokens, b.sequences), prep_group ? b.H : b.HV, sm90::kPrepKernelThreads,
       prep_group ? ", one per q/k head and its value heads in turn" : "", prep_smem_bytes() / 1024.0,
       sm90::workspace_bytes(b.tokens, b.sequences, b.HV) / 1048576.0) + split(b);
 }
@@ -56,10 +57,10 @@ std::string unsupported_reason(const Shape& s) {
 }
 
 std::string unrunnable_reason(const Plan& p, int smem_optin) {
-  const int need = scan_smem_bytes(p.block_v, p.stages) + kScanStaticSmem;
+  const int need = scan_smem_bytes(p.block_v, p.stages, p.single_q) + kScanStaticSmem;
   if (smem_optin > 0 && smem_optin < need)
-    return fmt::format("the scan needs {} bytes of shared memory per block ({} stages at block_v {}); this GPU allows {}",
-                       need, p.stages, p.block_v, smem_optin);
+    return fmt::format("the scan needs {} bytes of shared memory per block ({} stages{} at block_v {}); this GPU allows {}",
+                       need, p.stages, p.single_q ? ", one q tile" : "", p.block_v, smem_optin);
   if (p.seg_chunks > 0 && smem_optin > 0 && smem_optin < fixup_smem_bytes(p.fixup_m_buffers))
     return fmt::format("the fixup needs {} bytes of shared memory per block ({} M buffers); this GPU allows {}",
                        fixup_smem_bytes(p.fixup_m_buffers), p.fixup_m_buffers, smem_optin);
@@ -73,7 +74,8 @@ Plan choose(const Batch& b, int sm_count, int smem_optin) {
   p.prep_group = sm90::prep_group_wins(b, sm_count);
   p.stages = smem_optin >= scan_smem_bytes(kBlockV, 3) + kScanStaticSmem ? 3 : 2;
   p.fixup_m_buffers = smem_optin >= fixup_smem_bytes(2) ? 2 : 1;
-  if (b.lens.empty()) return p;  // a spec checked without a batch
+  p.single_q = smem_optin < scan_smem_bytes(kBlockV, 2) + kScanStaticSmem;
+  if (b.lens.empty() || p.single_q) return p;  // a spec checked without a batch; a 99 KiB device: no split, block_v 32
   sm90::Plan unsplit;
   unsplit.schedule = sm90::Schedule::two_pass;
   unsplit.block_v = unsplit.cp_block_v = kBlockV;
@@ -102,6 +104,11 @@ const std::vector<PlanKnob>& plan_knobs() {
        {"32", "64"},
        "value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four). Default: 32 where its grid fits one "
        "wave (one CTA per SM) or the plan splits, else 64"},
+      {"q_tile",
+       {"staged", "single"},
+       "the scan's q: a tile per stage, or one tile that the next chunk's copies wait for until this chunk's (Q S)^T "
+       "has read it (98,304 bytes: two stages, block_v 32). Default: single where the device allows a block less than "
+       "two full stages (115,712 bytes: sm_86, sm_89, sm_120), else staged"},
       {"cp",
        {"off", "<n>"},
        "context parallelism: each sequence's scan cut into segments of <n> chunks (1..65536) scanned in parallel, "
@@ -133,7 +140,7 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
   try {
     settings = parse_plan_spec(spec);
   } catch (const std::invalid_argument& e) {
-    throw bad(fmt::format("{} (knobs: prep, stages, block_v, cp, fixup_m)", e.what()));
+    throw bad(fmt::format("{} (knobs: prep, stages, block_v, q_tile, cp, fixup_m)", e.what()));
   }
   Plan p = sm80::choose(b, sm_count, smem_optin);
   for (const PlanSetting& s : settings) {
@@ -146,14 +153,28 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
     } else if (s.knob == "block_v") {
       if (s.value != "32" && s.value != "64") throw bad(fmt::format("block_v={}: expected 32|64", s.value));
       p.block_v = s.value == "64" ? 64 : 32;
+    } else if (s.knob == "q_tile") {
+      if (s.value != "staged" && s.value != "single") throw bad(fmt::format("q_tile={}: expected staged|single", s.value));
+      p.single_q = s.value == "single";
     } else if (s.knob == "cp") {
       p.seg_chunks = seg_chunks_of(s.value, bad);
     } else if (s.knob == "fixup_m") {
       if (s.value != "1" && s.value != "2") throw bad(fmt::format("fixup_m={}: expected 1|2", s.value));
       p.fixup_m_buffers = s.value == "1" ? 1 : 2;
     } else {
-      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, block_v, cp, fixup_m)", s.knob));
+      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, block_v, q_tile, cp, fixup_m)", s.knob));
     }
+  }
+  // One q tile is a two-stage layout at block_v 32: those follow from it unless the spec says otherwise.
+  if (p.single_q) {
+    auto given = [&](const char* knob) {
+      for (const PlanSetting& s : settings)
+        if (s.knob == knob) return true;
+      return false;
+    };
+    if ((given("stages") && p.stages != 2) || (given("block_v") && p.block_v != 32))
+      throw bad("q_tile=single is a layout of two stages at block_v 32");
+    p.stages = 2, p.block_v = 32;
   }
   return p;
 }

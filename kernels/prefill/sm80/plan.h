@@ -2,7 +2,8 @@
 // (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two or three
 // stages, and its context-parallel split (transition pass, fixup) at block_v 32. Host code (C++17,
 // no CUDA), so tests check it without a GPU and every report records it. A plan spec (the `plan`
-// axis) sets the knobs, prep=head|group, stages=2|3, block_v=32|64, cp=off|<n> and fixup_m=1|2. Design:
+// axis) sets the knobs, prep=head|group, stages=2|3, block_v=32|64, q_tile=staged|single, cp=off|<n>
+// and fixup_m=1|2. Design:
 // kernels/prefill/sm80/README.md.
 #pragma once
 
@@ -23,9 +24,9 @@ using sm90::Batch;
 constexpr int kBlockV = 32;             // the split's value columns per CTA (scan and transition pass): two state warps
 constexpr int kDefaultSmCount = 108;    // A100, when the device cannot be asked (plan on a CPU host)
 
-// Shared memory a scan CTA of block_v columns and `stages` stages asks for (dynamic), and its
-// static block beside it.
-int scan_smem_bytes(int block_v, int stages);
+// Shared memory a scan CTA of block_v columns and `stages` stages (single_q: one q tile) asks for
+// (dynamic), and its static block beside it.
+int scan_smem_bytes(int block_v, int stages, bool single_q = false);
 constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
@@ -41,6 +42,10 @@ struct Plan {
   int stages = 2;
   // Value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four); a split scans at 32.
   int block_v = 32;
+  // One q tile beside the two stages (sm90::kScanQ1Kernel, 98,304 bytes at block_v 32): the next
+  // chunk's copies wait for this chunk's (Q S)^T. For devices allowing a block 99 KiB (sm_86,
+  // sm_89, sm_120), where two full stages (115,712) do not fit.
+  bool single_q = false;
   // Context parallelism (prefill/sm90/segments.h): segments of seg_chunks chunks, 0 for none.
   int seg_chunks = 0;
   // The fixup's M buffers: two (the next segment's M copied during this one's product) where the
@@ -53,8 +58,8 @@ struct Plan {
   // The split's part of describe(): "; no context parallelism" or its segments and kernels.
   std::string split(const Batch& b) const;
   bool operator==(const Plan& o) const {
-    return prep_group == o.prep_group && stages == o.stages && block_v == o.block_v && seg_chunks == o.seg_chunks &&
-           fixup_m_buffers == o.fixup_m_buffers;
+    return prep_group == o.prep_group && stages == o.stages && block_v == o.block_v && single_q == o.single_q &&
+           seg_chunks == o.seg_chunks && fixup_m_buffers == o.fixup_m_buffers;
   }
   bool operator!=(const Plan& o) const { return !(*this == o); }
 };
@@ -69,7 +74,9 @@ std::string unrunnable_reason(const Plan& p, int smem_optin);
 // The default plan. smem_optin: what the device allows a block (0: unknown, planned as sm_80's
 // 166,912). The split is prefill/sm90's choice (choose_context_parallel) restricted to block_v 32
 // for both passes: few sequences x value heads, long sequences. Unsplit, block_v 32 where its grid
-// fits one wave (one CTA per SM), else 64: twice the state warps an SM, half the CTAs.
+// fits one wave (one CTA per SM), else 64: twice the state warps an SM, half the CTAs. A device
+// that cannot hold two full stages at block_v 32 takes one q tile, block_v 32 and no split (the
+// fixup needs 112,640 bytes).
 Plan choose(const Batch& b, int sm_count, int smem_optin);
 const std::vector<PlanKnob>& plan_knobs();
 // The default plan with the spec's fields ("" is the default). Throws std::invalid_argument naming

@@ -63,7 +63,7 @@ __device__ __forceinline__ void load_slot(uint8_t* smem, int stage, const uint8_
 template <class In, int BV, int NT, bool kQ = true, int Kern = kScanKernel>
 __device__ __forceinline__ void qk_to_f16(uint8_t* smem, int stage, int tid) {
   constexpr SmemLayout L(BV, Kern);
-  static_assert(L.k0 == L.q0 + L.stages * kQKTileBytes, "q stages, then k stages");
+  static_assert(L.k0 == L.q0 + L.q_tiles * kQKTileBytes, "q tiles, then k stages");
   for (int e = kQ ? tid : tid + kQKTileBytes / 16; e < 2 * kQKTileBytes / 16; e += NT) {
     const int at = 16 * e;
     uint4* p = reinterpret_cast<uint4*>(smem + (at < kQKTileBytes ? L.q(stage) + at : L.k(stage) + at - kQKTileBytes));
@@ -114,7 +114,9 @@ static_assert(2 * 128 * kStateRegs + 128 * kLoadRegs <= 168 * 384, "setmaxnreg w
 // bf16 pools), its row scales the trailing pool_scale: the start state (unsplit; a split's segments
 // start from the fixup's fp32 buffer), the checkpoints and the final state as codes with a scale
 // per row.
-// Kern: the layout, kScanKernel (three stages) or kScan2Kernel (two: prefill/sm80). kMma: mma.sync
+// Kern: the layout, kScanKernel (three stages), kScan2Kernel (two: prefill/sm80) or kScanQ1Kernel
+// (two, one q tile: prefill/sm80 on 99 KiB devices, block_v 32; the load warps copy the next
+// chunk's q once the state warps have read this one's, see below). kMma: mma.sync
 // state warps at any block_v (prefill/sm80's block_v 64: four of them), else warpgroups on wgmma
 // from block_v 64 on.
 // The body of the scan kernels (prefill_sm90_scan_kernel below, and prefill/sm80's).
@@ -122,7 +124,10 @@ template <class In, int BV, bool kOut, bool kCkpt = false, class Q = void, int K
 __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks, const uint8_t* ws, const CpArgs& cp,
                                             bool pingpong, float* pool_scale) {
   static_assert(BV == 32 || BV == 64 || BV == 128, "block_v 32 (mma.sync), 64 or 128 (wgmma; 128: setmaxnreg)");
-  static_assert(Kern == kScanKernel || (Kern == kScan2Kernel && kMma), "two stages on mma.sync state warps only");
+  static_assert(Kern == kScanKernel || ((Kern == kScan2Kernel || Kern == kScanQ1Kernel) && kMma),
+                "two stages on mma.sync state warps only");
+  constexpr bool kQ1 = Kern == kScanQ1Kernel && kOut;  // the transition pass reads no q: the usual ring
+  static_assert(Kern != kScanQ1Kernel || (BV == 32 && !kCkpt), "one q tile at block_v 32, without checkpoints");
   static_assert(kMma || BV >= 64, "wgmma state warpgroups from block_v 64 on");
   static_assert(!kMma || BV <= 64, "mma.sync state warps: at most four (block_v 64)");
   constexpr int S = SmemLayout(BV, Kern).stages;
@@ -205,6 +210,11 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
         cuda::ptx::mbarrier_arrive(&bars.empty[stage]);
         pending = next.due(c, w.len) ? next.take(a, w.n, w.h, st.lane) : StateRef{};
         continue;
+      } else if constexpr (kQ1) {
+        // bars.empty[2] (unused with two stages): the q tile is free once every state thread is
+        // past this chunk's (Q S)^T.
+        st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0, [] {},
+                                [&] { cuda::ptx::mbarrier_arrive(&bars.empty[2]); });
       } else {
         st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       }
@@ -232,6 +242,33 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
       if (i >= S) wait_phase(&bars.empty[i % S], i / S - 1);
       load(i);
     };
+    if constexpr (kQ1) {
+      // One q tile: chunk i + 1 (q, k, v, slot) is copied once the state warps have read chunk i's
+      // q, early in chunk i; by then they have finished chunk i - 1, whose stage chunk i + 1 takes.
+      auto load_q1 = [&](int i) {
+        const int c = c_begin + i;
+        load_qk<BV, Kern, NL, true, false>(smem, 0, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+        load_qk<BV, Kern, NL, false>(smem, i % S, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
+        load_v<BV, Kern, NL>(smem, i % S, a, w.row0_of(c), w.rows_of(c), w.h, col0, ltid);
+        load_slot<BV, NL, kOut, Kern>(smem, i % S, ws, slot0 + c, a.HV, w.h, ltid);
+      };
+      if (count > 0) load_q1(0);
+      __pipeline_commit();
+      for (int i = 0; i < count; ++i) {
+        __pipeline_wait_prior(0);  // chunk i has landed ...
+        if constexpr (!std::is_same_v<In, __half>) {
+          ptx::named_bar_sync(kLoadBarrier, NL);  // ... for every load thread's copies
+          qk_to_f16<In, BV, NL, true, Kern>(smem, i % S, ltid);
+        }
+        cuda::ptx::mbarrier_arrive(&bars.full[i % S]);  // chunk i is ready
+        if (i + 1 < count) {
+          wait_phase(&bars.empty[2], i);  // the state warps have read chunk i's q
+          load_q1(i + 1);
+        }
+        __pipeline_commit();
+      }
+      return;
+    }
     if (count > 0) produce(0);
     __pipeline_commit();
     for (int i = 0; i < count; ++i) {

@@ -24,6 +24,10 @@
 //                 offset for offset (the state warpgroups read it as the scan's), then lt
 //   kScan2Kernel  the scan with two stages (S = B = 2): prefill/sm80's, whose three stages at
 //                 block_v 32 and 64 (172,032 and 184,320 bytes) would not fit an sm_80 CTA's 166,912
+//   kScanQ1Kernel the two-stage scan with one q tile (prefill/sm80 on GPUs allowing a block 99 KiB:
+//                 sm_86, sm_89, sm_120): a chunk's q is read only by its first products, (Q S)^T, so
+//                 the next chunk's q is copied into the same tile once the state warps are past
+//                 them (scan_kernel.cuh); 98,304 bytes at block_v 32
 #pragma once
 
 namespace gdn::sm90 {
@@ -38,7 +42,7 @@ constexpr int kDiagStride = 20;                  // fp32 row stride of lt's diag
 static_assert(kHalfTileBytes + 4 * 16 * kDiagStride * 4 <= kChunk * kLtStride * 4, "lt: the f16 tile, then the diagonal blocks");
 
 // The kernels whose shared memory SmemLayout describes (see above).
-enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2, kScan2Kernel = 3 };
+enum KernelLayout { kScanKernel = 0, kFusedKernel = 1, kPrepKernel = 2, kScan2Kernel = 3, kScanQ1Kernel = 4 };
 constexpr int kFusedBlockV = 128;  // the fused kernel's value columns per CTA: two state warpgroups
 constexpr int kPrepWarps = 4;      // the scan's load warps, the fused kernel's preparation warpgroup
 constexpr int kPrepKernelThreads = 128;
@@ -74,11 +78,12 @@ constexpr int kScalarBytes = kNumScalars * kChunk * 4 + 16;  // the vectors, the
 
 struct SmemLayout {
   int q0 = 0, k0 = 0, ag0 = 0, pg0 = 0, v0 = 0, v_stage = 0, lt = 0, scalars0 = 0, bytes = 0;
-  int stages = 3, buffers = 3;
+  int stages = 3, buffers = 3, q_tiles = 3;
   int slot_stride = 0;  // the scan and the fused kernel: one buffer is [A_g | P_g | scalars], a workspace slot (workspace.h)
   constexpr SmemLayout(int block_v, int kernel)
-      : stages(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3),
-        buffers(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3) {
+      : stages(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel || kernel == kScanQ1Kernel ? 2 : 3),
+        buffers(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel || kernel == kScanQ1Kernel ? 2 : 3),
+        q_tiles(kernel == kScanQ1Kernel ? 1 : kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
       q0 = 0, k0 = kQKTileBytes;
       lt = 0;                                                           // over q (and the start of k)
@@ -88,7 +93,7 @@ struct SmemLayout {
       return;
     }
     int at = 0;
-    q0 = at, at += stages * kQKTileBytes;
+    q0 = at, at += q_tiles * kQKTileBytes;
     k0 = at, at += stages * kQKTileBytes;
     slot_stride = (2 * kHalfTileBytes + kScalarBytes + 1023) / 1024 * 1024;  // tiles stay 1 KiB aligned
     ag0 = at, pg0 = at + kHalfTileBytes, scalars0 = at + 2 * kHalfTileBytes;
@@ -100,7 +105,7 @@ struct SmemLayout {
   }
   // Stage and buffer offsets by arithmetic (an array indexed by a run-time stage would live in
   // local memory).
-  constexpr int q(int stage) const { return q0 + stage * kQKTileBytes; }
+  constexpr int q(int stage) const { return q0 + stage * (q_tiles > 1 ? kQKTileBytes : 0); }
   constexpr int k(int stage) const { return k0 + stage * kQKTileBytes; }
   constexpr int v(int stage) const { return v0 + stage * v_stage; }
   constexpr int ag(int buf) const { return ag0 + buf * slot_stride; }
@@ -113,6 +118,7 @@ static_assert(SmemLayout(64, kScanKernel).bytes <= 227 * 1024, "one scan CTA per
 static_assert(SmemLayout(128, kScanKernel).bytes <= 227 * 1024, "one scan CTA per SM must fit at block_v 128 too");
 static_assert(SmemLayout(32, kScan2Kernel).bytes <= 163 * 1024, "the two-stage scan at block_v 32 must fit an sm_80 CTA");
 static_assert(SmemLayout(64, kScan2Kernel).bytes <= 163 * 1024, "the two-stage scan at block_v 64 must fit an sm_80 CTA");
+static_assert(SmemLayout(32, kScanQ1Kernel).bytes + 1024 <= 99 * 1024, "the one-q-tile scan and its static block must fit a 99 KiB CTA");
 static_assert(kPrepCtasPerSm * (SmemLayout(0, kPrepKernel).bytes + 1024) <= 228 * 1024, "the preparation CTAs per SM must fit");
 static_assert(SmemLayout(0, kPrepKernel).pg0 + kHalfTileBytes <= 2 * kQKTileBytes, "P_g over the k tile");
 static_assert(SmemLayout(kFusedBlockV, kFusedKernel).bytes <= 227 * 1024, "one fused CTA per SM must fit");

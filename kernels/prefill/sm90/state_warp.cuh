@@ -178,9 +178,11 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
   struct Nothing {
     __device__ __forceinline__ void operator()() const {}
   };
-  template <bool kOut = true, class AmongFirst = Nothing>
+  // after_q runs once the chunk's q has been read for the last time (kScanQ1Kernel's scan tells
+  // its load warps that the q tile is free).
+  template <bool kOut = true, class AmongFirst = Nothing, class AfterQ = Nothing>
   __device__ __forceinline__ void chunk(uint8_t* smem, int stage, int buf, int rows, int64_t row0, const prefill::Args& a,
-                                        int h, int vcol0, const AmongFirst& among_first = {}) {
+                                        int h, int vcol0, const AmongFirst& among_first = {}, const AfterQ& after_q = {}) {
     constexpr SmemLayout L(BV, Kern);
     const uint32_t s0 = smem_u32(smem), bl = b_lane(lane);
     const uint32_t k_b = s0 + L.k(stage) + bl, q_b = s0 + L.q(stage) + bl, k_bt = s0 + L.k(stage) + bt_lane(lane);
@@ -210,6 +212,7 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
       }
       if (kk == 0) among_first();
     }
+    after_q();
     subtract_from_v(w, vt, ek);
     // V_d^T = W^T A_g^T.
     float vd[8][4];
