@@ -185,12 +185,13 @@ TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->min_arch, 80);
   EXPECT_GE(v->max_arch, 120);
-  ASSERT_EQ(v->knobs.size(), 5u);
+  ASSERT_EQ(v->knobs.size(), 6u);
   EXPECT_EQ(v->knobs[0].name, "prep");
   EXPECT_EQ(v->knobs[1].name, "stages");
   EXPECT_EQ(v->knobs[2].name, "block_v");
-  EXPECT_EQ(v->knobs[3].name, "cp");
-  EXPECT_EQ(v->knobs[4].name, "fixup_m");
+  EXPECT_EQ(v->knobs[3].name, "q_tile");
+  EXPECT_EQ(v->knobs[4].name, "cp");
+  EXPECT_EQ(v->knobs[5].name, "fixup_m");
   EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
 }
 
