@@ -40,7 +40,8 @@ TEST(Sm80Plan, DeclinesWhatItDoesNotRunAndSaysWhy) {
 }
 
 // Two stages at block_v 32 fit an sm_80 CTA (166,912 bytes) but not the 101,376 of sm_86, sm_89
-// and sm_120, which take one q tile (98,304 and the static block) and no split; three fit sm_90
+// and sm_120, which take one q tile (98,304 and the static block) and the fixup of 128 threads
+// (96,256) for a split; three fit sm_90
 // and sm_100 (232,448), which take them. A device under the one-q-tile layout is declined with the
 // numbers.
 TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
@@ -64,8 +65,16 @@ TEST(Sm80Plan, StagesFollowTheDevicesSharedMemory) {
   EXPECT_EQ(small.block_v, 32);
   EXPECT_EQ(sm80::scan_smem_bytes(32, 2, true), sm90::SmemLayout(32, sm90::kScanQ1Kernel).bytes);
   EXPECT_EQ(sm80::unrunnable_reason(small, 101376), "");
-  EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({32768}, 2, 8)), 128, 101376).seg_chunks, 0)
-      << "the fixup's 112,640 bytes do not fit a 99 KiB device";
+  const sm80::Plan long_small = sm80::choose(sm90::Batch::of(prefill({32768}, 2, 8)), 128, 101376);
+  EXPECT_GT(long_small.seg_chunks, 0) << "splits with the small fixup";
+  EXPECT_EQ(long_small.fixup_threads, 128);
+  EXPECT_EQ(long_small.fixup_m_buffers, 1);
+  EXPECT_EQ(long_small.block_v, 32);
+  EXPECT_EQ(sm80::fixup_smem_bytes(1, 128), 96256);
+  EXPECT_EQ(sm80::unrunnable_reason(long_small, 101376), "");
+  EXPECT_NE(sm80::unrunnable_reason(sm80::plan_for(sm90::Batch::of(prefill({32768}, 2, 8)), 128, 101376, "fixup_threads=256"), 101376)
+                .find("the fixup needs 112640 bytes"),
+            std::string::npos);
   EXPECT_FALSE(sm80::choose(b, 108, 166912).single_q);
   const std::string why = sm80::unrunnable_reason(small, 65536);
   EXPECT_NE(why.find("65536"), std::string::npos) << why;
@@ -149,9 +158,12 @@ TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
   const std::string two = sm80::unrunnable_reason(sm80::plan_for(long_thin, 108, 0, "fixup_m=2"), 166912);
   EXPECT_NE(two.find("the fixup needs 180224 bytes"), std::string::npos) << two;
   EXPECT_NE(sm80::check_spec("fixup_m=3").find("expected 1|2"), std::string::npos);
+  EXPECT_EQ(sm80::plan_for(long_thin, 132, 232448, "fixup_threads=128").fixup_m_buffers, 1) << "the small fixup keeps one M";
+  EXPECT_NE(sm80::check_spec("fixup_threads=128,fixup_m=2").find("one M buffer"), std::string::npos);
+  EXPECT_NE(sm80::check_spec("fixup_threads=64").find("expected 128|256"), std::string::npos);
   const std::string line = split.describe(long_thin, 108);
   EXPECT_NE(line.find("context parallel: segments of " + std::to_string(split.seg_chunks) + " chunks"), std::string::npos) << line;
-  EXPECT_NE(line.find("a fixup with 1 M buffer (110.0 KiB smem)"), std::string::npos) << line;
+  EXPECT_NE(line.find("a fixup with 1 M buffer and 256 threads (110.0 KiB smem)"), std::string::npos) << line;
 }
 
 // Unsplit, the scan takes block_v 64 (four state warps a CTA) where block_v 32's grid needs more
@@ -185,13 +197,14 @@ TEST(Sm80Plan, TheVariantIsRegisteredForSm80AndNewer) {
   ASSERT_NE(v, nullptr);
   EXPECT_EQ(v->min_arch, 80);
   EXPECT_GE(v->max_arch, 120);
-  ASSERT_EQ(v->knobs.size(), 6u);
+  ASSERT_EQ(v->knobs.size(), 7u);
   EXPECT_EQ(v->knobs[0].name, "prep");
   EXPECT_EQ(v->knobs[1].name, "stages");
   EXPECT_EQ(v->knobs[2].name, "block_v");
   EXPECT_EQ(v->knobs[3].name, "q_tile");
   EXPECT_EQ(v->knobs[4].name, "cp");
   EXPECT_EQ(v->knobs[5].name, "fixup_m");
+  EXPECT_EQ(v->knobs[6].name, "fixup_threads");
   EXPECT_EQ(v->supports(prefill({4096, 17}, 4, 16)), "");
 }
 
@@ -217,9 +230,9 @@ TEST(Sm80Resources, EveryKernelIsBuiltForEachTargetWithoutSpills) {
     EXPECT_LE(u.registers, name == "prefill_sm80_prep_kernel" ? 128 : 255) << u.name;
   }
   for (const auto& [arch, count] : per_arch)
-    EXPECT_EQ(count, 22) << arch << ": scan at block_v 32 and 64 and transition pass with two and three stages, both "
+    EXPECT_EQ(count, 23) << arch << ": scan at block_v 32 and 64 and transition pass with two and three stages, both "
                                     "with one q tile, the preparation per value head and per q/k head, for bf16 and f16; "
-                                    "the fixup with one and two M buffers";
+                                    "the fixup with one and two M buffers, and of 128 threads";
   // The family's own targets, unless the build named one for every family (scripts/sanitize.sh)
   // or one GPU (GDNBENCH_FOR_GPU=80: sm_80 alone).
   std::set<std::string> archs;

@@ -34,8 +34,9 @@ using test::bytes_of, test::prefill, test::run_shape, test::with, test::with_pla
 
 // The hard cases and a Qwen3.5 head shape (16/48), under both preparation forms with the two-stage
 // scan, the three-stage scan where the device allows it (a skip elsewhere), the scan at block_v 64
-// (four state warps), the one-q-tile layout of 99 KiB devices, and split into segments of 2 and 3
-// chunks (the fixup with one and two M buffers).
+// (four state warps), the one-q-tile layout of 99 KiB devices (also split, with their fixup of 128
+// threads, whose four k slices sum in another order than sm90's eight), and split into segments
+// of 2 and 3 chunks (the fixup with one and two M buffers).
 std::vector<Case> cases() {
   std::vector<Case> c = test::hard_prefill_cases();
   c.push_back({"qwen35_16_48", prefill({300, 65}, 16, 48)});
@@ -47,6 +48,7 @@ std::vector<Case> cases() {
                                   {"bv64_stages3", "prep=group,stages=3,block_v=64"},
                                   {"one_q_tile", "prep=head,q_tile=single"},
                                   {"one_q_tile_group", "prep=group,q_tile=single"},
+                                  {"one_q_tile_cp2", "prep=head,q_tile=single,cp=2,fixup_threads=128"},
                                   {"cp2", "prep=head,stages=2,cp=2,fixup_m=1"},
                                   {"cp3_stages3", "prep=group,stages=3,cp=3,fixup_m=2"}})
     for (const Case& one : c) all.push_back({one.label + "_" + tag, with_plan(one.shape, spec)});

@@ -38,10 +38,11 @@ __global__ void __launch_bounds__(sm90::warps_for(BV) * 32, 1)
   sm90::scan_chunks<In, BV, kOut, false, void, Kern, true>(a, (kOut ? 1 : 2) * sm90::kHeadDim / BV, ws, cp, false, nullptr);
 }
 
-// The split's fixup with one or two M buffers (Plan::fixup_m_buffers).
-template <int kMBuffers>
-__global__ void __launch_bounds__(sm90::kFixupThreads, 1) prefill_sm80_fixup_kernel(const prefill::Args a, const sm90::CpArgs cp) {
-  sm90::fixup_segments<void, kMBuffers>(a, cp, nullptr);
+// The split's fixup with one or two M buffers (Plan::fixup_m_buffers) and kThreads threads
+// (Plan::fixup_threads).
+template <int kMBuffers, int kThreads>
+__global__ void __launch_bounds__(kThreads, 1) prefill_sm80_fixup_kernel(const prefill::Args a, const sm90::CpArgs cp) {
+  sm90::fixup_segments<void, kMBuffers, kThreads>(a, cp, nullptr);
 }
 
 namespace {
@@ -83,10 +84,14 @@ template <class In> void launch_two_pass(const prefill::Args& a, const Plan& p, 
   const int64_t slots = sm90::segment_count(a.T, a.N, L);
   if (L > 0) {
     launch_scan<In, false, kBlockV>(a, p, slots, ws, cp, stream);
-    const auto fixup = p.fixup_m_buffers == 1 ? prefill_sm80_fixup_kernel<1> : prefill_sm80_fixup_kernel<2>;
-    const int smem = sm90::fixup_smem_bytes(p.fixup_m_buffers);
+    auto fixup = p.fixup_m_buffers == 1 ? prefill_sm80_fixup_kernel<1, 256> : prefill_sm80_fixup_kernel<2, 256>;
+    if (p.fixup_threads == 128) {
+      if (p.fixup_m_buffers != 1) throw runtime_error("prefill/sm80: the fixup of 128 threads keeps one M buffer");
+      fixup = prefill_sm80_fixup_kernel<1, 128>;
+    }
+    const int smem = sm90::fixup_smem_bytes(p.fixup_m_buffers, p.fixup_threads);
     set_smem(fixup, smem);
-    fixup<<<dim3(unsigned(a.N * a.HV * (sm90::kHeadDim / sm90::kFixupCols))), sm90::kFixupThreads, size_t(smem), stream>>>(a, cp);
+    fixup<<<dim3(unsigned(a.N * a.HV * (sm90::kHeadDim / sm90::kFixupCols))), unsigned(p.fixup_threads), size_t(smem), stream>>>(a, cp);
     CUDA_CHECK(cudaGetLastError());
   }
   if (p.block_v == 64) launch_scan<In, true, 64>(a, p, slots, ws, cp, stream);

@@ -42,9 +42,9 @@ std::string Plan::split(const Batch& b) const {
   if (seg_chunks == 0) return "; no context parallelism";
   return fmt::format(
       "; context parallel: segments of {} chunks ({} slots), a transition pass at block_v {} and a fixup with {} M "
-      "buffer{} ({:.1f} KiB smem) before the scan, {:.1f} MiB of segment buffers",
+      "buffer{} and {} threads ({:.1f} KiB smem) before the scan, {:.1f} MiB of segment buffers",
       seg_chunks, sm90::segment_count(b.tokens, b.sequences, seg_chunks), kBlockV, fixup_m_buffers,
-      fixup_m_buffers == 1 ? "" : "s", fixup_smem_bytes(fixup_m_buffers) / 1024.0,
+      fixup_m_buffers == 1 ? "" : "s", fixup_threads, fixup_smem_bytes(fixup_m_buffers, fixup_threads) / 1024.0,
       3 * sm90::segment_buffer_bytes(b.tokens, b.sequences, b.HV, seg_chunks) / 1048576.0);
 }
 
@@ -61,9 +61,10 @@ std::string unrunnable_reason(const Plan& p, int smem_optin) {
   if (smem_optin > 0 && smem_optin < need)
     return fmt::format("the scan needs {} bytes of shared memory per block ({} stages{} at block_v {}); this GPU allows {}",
                        need, p.stages, p.single_q ? ", one q tile" : "", p.block_v, smem_optin);
-  if (p.seg_chunks > 0 && smem_optin > 0 && smem_optin < fixup_smem_bytes(p.fixup_m_buffers))
-    return fmt::format("the fixup needs {} bytes of shared memory per block ({} M buffers); this GPU allows {}",
-                       fixup_smem_bytes(p.fixup_m_buffers), p.fixup_m_buffers, smem_optin);
+  if (const int fixup = fixup_smem_bytes(p.fixup_m_buffers, p.fixup_threads);
+      p.seg_chunks > 0 && smem_optin > 0 && smem_optin < fixup)
+    return fmt::format("the fixup needs {} bytes of shared memory per block ({} M buffers, {} threads); this GPU allows {}",
+                       fixup, p.fixup_m_buffers, p.fixup_threads, smem_optin);
   return "";
 }
 
@@ -74,8 +75,9 @@ Plan choose(const Batch& b, int sm_count, int smem_optin) {
   p.prep_group = sm90::prep_group_wins(b, sm_count);
   p.stages = smem_optin >= scan_smem_bytes(kBlockV, 3) + kScanStaticSmem ? 3 : 2;
   p.fixup_m_buffers = smem_optin >= fixup_smem_bytes(2) ? 2 : 1;
+  p.fixup_threads = smem_optin >= fixup_smem_bytes(1, 256) ? 256 : 128;
   p.single_q = smem_optin < scan_smem_bytes(kBlockV, 2) + kScanStaticSmem;
-  if (b.lens.empty() || p.single_q) return p;  // a spec checked without a batch; a 99 KiB device: no split, block_v 32
+  if (b.lens.empty()) return p;  // a spec checked without a batch
   sm90::Plan unsplit;
   unsplit.schedule = sm90::Schedule::two_pass;
   unsplit.block_v = unsplit.cp_block_v = kBlockV;
@@ -116,7 +118,11 @@ const std::vector<PlanKnob>& plan_knobs() {
       {"fixup_m",
        {"1", "2"},
        "the split's fixup: one M buffer, or two (the next segment's M copied during this one's product). Default: 2 "
-       "where the device allows a block 180,224 bytes of shared memory (sm_90, sm_100), else 1"}};
+       "where the device allows a block 180,224 bytes of shared memory (sm_90, sm_100), else 1"},
+      {"fixup_threads",
+       {"128", "256"},
+       "the split's fixup: 256 threads (eight k slices' partial sums) or 128 (four: 16 KiB less shared memory). "
+       "Default: 256 where the device allows a block 112,640 bytes, else 128 (sm_86, sm_89, sm_120)"}};
   return knobs;
 }
 
@@ -140,7 +146,7 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
   try {
     settings = parse_plan_spec(spec);
   } catch (const std::invalid_argument& e) {
-    throw bad(fmt::format("{} (knobs: prep, stages, block_v, q_tile, cp, fixup_m)", e.what()));
+    throw bad(fmt::format("{} (knobs: prep, stages, block_v, q_tile, cp, fixup_m, fixup_threads)", e.what()));
   }
   Plan p = sm80::choose(b, sm_count, smem_optin);
   for (const PlanSetting& s : settings) {
@@ -158,23 +164,31 @@ Plan plan_for(const Batch& b, int sm_count, int smem_optin, std::string_view spe
       p.single_q = s.value == "single";
     } else if (s.knob == "cp") {
       p.seg_chunks = seg_chunks_of(s.value, bad);
+    } else if (s.knob == "fixup_threads") {
+      if (s.value != "128" && s.value != "256") throw bad(fmt::format("fixup_threads={}: expected 128|256", s.value));
+      p.fixup_threads = s.value == "128" ? 128 : 256;
     } else if (s.knob == "fixup_m") {
       if (s.value != "1" && s.value != "2") throw bad(fmt::format("fixup_m={}: expected 1|2", s.value));
       p.fixup_m_buffers = s.value == "1" ? 1 : 2;
     } else {
-      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, block_v, q_tile, cp, fixup_m)", s.knob));
+      throw bad(fmt::format("unknown knob '{}' (knobs: prep, stages, block_v, q_tile, cp, fixup_m, fixup_threads)", s.knob));
     }
   }
+  auto given = [&](const char* knob) {
+    for (const PlanSetting& s : settings)
+      if (s.knob == knob) return true;
+    return false;
+  };
   // One q tile is a two-stage layout at block_v 32: those follow from it unless the spec says otherwise.
   if (p.single_q) {
-    auto given = [&](const char* knob) {
-      for (const PlanSetting& s : settings)
-        if (s.knob == knob) return true;
-      return false;
-    };
     if ((given("stages") && p.stages != 2) || (given("block_v") && p.block_v != 32))
       throw bad("q_tile=single is a layout of two stages at block_v 32");
     p.stages = 2, p.block_v = 32;
+  }
+  // The fixup of 128 threads is the small one: one M buffer.
+  if (p.fixup_threads == 128) {
+    if (given("fixup_m") && p.fixup_m_buffers != 1) throw bad("fixup_threads=128 keeps one M buffer (fixup_m=1)");
+    p.fixup_m_buffers = 1;
   }
   return p;
 }

@@ -3,7 +3,7 @@
 // stages, and its context-parallel split (transition pass, fixup) at block_v 32. Host code (C++17,
 // no CUDA), so tests check it without a GPU and every report records it. A plan spec (the `plan`
 // axis) sets the knobs, prep=head|group, stages=2|3, block_v=32|64, q_tile=staged|single, cp=off|<n>
-// and fixup_m=1|2. Design:
+// fixup_m=1|2 and fixup_threads=128|256. Design:
 // kernels/prefill/sm80/README.md.
 #pragma once
 
@@ -30,7 +30,8 @@ int scan_smem_bytes(int block_v, int stages, bool single_q = false);
 constexpr int kScanStaticSmem = 1024;
 // The preparation kernel's dynamic shared memory.
 int prep_smem_bytes();
-// The fixup's dynamic shared memory with one or two M buffers (the kernel's own count).
+// The fixup's dynamic shared memory with one or two M buffers and 256 or 128 threads (the
+// kernel's own count).
 using sm90::fixup_smem_bytes;
 
 struct Plan {
@@ -51,6 +52,9 @@ struct Plan {
   // The fixup's M buffers: two (the next segment's M copied during this one's product) where the
   // device allows a block 180,224 bytes, else one (112,640).
   int fixup_m_buffers = 2;
+  // The fixup's threads: 256, or 128 (four k slices' partial sums instead of eight: 96,256 bytes
+  // with one M buffer) where a block may not have 112,640 bytes (sm_86, sm_89, sm_120).
+  int fixup_threads = 256;
   // Scan CTAs: one per value block of block_v columns, value head and segment.
   int64_t ctas(const Batch& b) const;
   // One line for reports, e.g. "chunk 64, block_v 32 (6 warps, 2 own the state, 4 load), ...".
@@ -59,7 +63,7 @@ struct Plan {
   std::string split(const Batch& b) const;
   bool operator==(const Plan& o) const {
     return prep_group == o.prep_group && stages == o.stages && block_v == o.block_v && single_q == o.single_q &&
-           seg_chunks == o.seg_chunks && fixup_m_buffers == o.fixup_m_buffers;
+           seg_chunks == o.seg_chunks && fixup_m_buffers == o.fixup_m_buffers && fixup_threads == o.fixup_threads;
   }
   bool operator!=(const Plan& o) const { return !(*this == o); }
 };
@@ -75,8 +79,8 @@ std::string unrunnable_reason(const Plan& p, int smem_optin);
 // 166,912). The split is prefill/sm90's choice (choose_context_parallel) restricted to block_v 32
 // for both passes: few sequences x value heads, long sequences. Unsplit, block_v 32 where its grid
 // fits one wave (one CTA per SM), else 64: twice the state warps an SM, half the CTAs. A device
-// that cannot hold two full stages at block_v 32 takes one q tile, block_v 32 and no split (the
-// fixup needs 112,640 bytes).
+// that cannot hold two full stages at block_v 32 takes one q tile at block_v 32, and for a split
+// the fixup of 128 threads and one M buffer.
 Plan choose(const Batch& b, int sm_count, int smem_optin);
 const std::vector<PlanKnob>& plan_knobs();
 // The default plan with the spec's fields ("" is the default). Throws std::invalid_argument naming

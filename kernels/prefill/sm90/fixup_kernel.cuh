@@ -27,9 +27,12 @@ namespace gdn::sm90 {
 
 // Q: an 8-bit pool's format (pool_8bit.cuh; void for f32 / bf16), pool_scale its row scales: the
 // sequence's slot is widened as code x scale, as the unsplit scan widens it.
-template <class Q = void, int kMBuffers = 2>
+template <class Q = void, int kMBuffers = 2, int kThreads = kFixupThreads>
 __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpArgs& cp, float* pool_scale) {
   static_assert(kMBuffers == 1 || kMBuffers == 2, "one or two M buffers");
+  // kThreads / 32 k slices (fewer threads: fewer partial sums to keep, fixup_smem_bytes).
+  constexpr int kSlices = kThreads / 32, kSliceK = kHeadDim / kSlices, kOutPerThread = kFixupNFloats / kThreads;
+  static_assert(kSliceK % 4 == 0 && kFixupNFloats % kThreads == 0, "float4 of M per four k; whole outputs per thread");
   extern __shared__ __align__(16) float fsm[];
   float* const Nbuf = fsm + kMBuffers * kFixupMFloats;           // [2][K][kFixupCols], N_s's columns
   float* const S = Nbuf + 2 * kFixupNFloats;                      // [K][kFixupCols], the current start state
@@ -53,13 +56,13 @@ __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpA
     const int64_t at = ((slot0 + s) * a.HV + h) * kStateFloats;
     if (!dropped(s)) {
       float* dst = m_of(s);
-      for (int e = tid; e < kHeadDim * kHeadDim / 4; e += kFixupThreads) {
+      for (int e = tid; e < kHeadDim * kHeadDim / 4; e += kThreads) {
         const int row = e / (kHeadDim / 4), piece = e % (kHeadDim / 4);
         ptx::cp_async_16_zfill(dst + row * kFixupMStride + 4 * piece, cp.m + at + row * kHeadDim + 4 * piece, true);
       }
     }
     float* dst = Nbuf + (s & 1) * kFixupNFloats;
-    for (int e = tid; e < kFixupNFloats / 4; e += kFixupThreads) {
+    for (int e = tid; e < kFixupNFloats / 4; e += kThreads) {
       const int row = e / (kFixupCols / 4), piece = e % (kFixupCols / 4);
       ptx::cp_async_16_zfill(dst + row * kFixupCols + 4 * piece, cp.n + at + row * kHeadDim + col0 + 4 * piece, true);
     }
@@ -72,7 +75,7 @@ __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpA
     const StateRef init = initial_state(a, n, h), out = buffer_state(cp.start, slot0, h, a.HV);
     [[maybe_unused]] Slot8 init8;
     if constexpr (!std::is_void_v<Q>) init8 = own_slot_8bit(a, pool_scale, n, h);
-    for (int e = tid; e < kFixupNFloats; e += kFixupThreads) {
+    for (int e = tid; e < kFixupNFloats; e += kThreads) {
       const int d = e / kFixupCols, c = e % kFixupCols;
       float x;
       if constexpr (std::is_void_v<Q>) x = init.read(d, col0 + c);
@@ -82,7 +85,7 @@ __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpA
     }
   }
 
-  const int lane = tid & 31, slice = tid >> 5, k0 = slice * kFixupSliceK;
+  const int lane = tid & 31, slice = tid >> 5, k0 = slice * kSliceK;
   for (int64_t s = 0; s + 1 < segs; ++s) {
     if constexpr (kMBuffers == 2) {
       if (s + 2 < segs) load_maps(s + 1);
@@ -95,7 +98,7 @@ __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpA
       const float* M = m_of(s);
       float acc[kFixupRowsPerLane][kFixupCols] = {};
 #pragma unroll
-      for (int kq = 0; kq < kFixupSliceK; kq += 4) {
+      for (int kq = 0; kq < kSliceK; kq += 4) {
         float4 m[kFixupRowsPerLane];
 #pragma unroll
         for (int i = 0; i < kFixupRowsPerLane; ++i)
@@ -126,12 +129,12 @@ __device__ __forceinline__ void fixup_segments(const prefill::Args& a, const CpA
     const float* N = Nbuf + (s & 1) * kFixupNFloats;
     const StateRef out = buffer_state(cp.start, slot0 + s + 1, h, a.HV);
 #pragma unroll
-    for (int j = 0; j < kFixupOutPerThread; ++j) {
-      const int e = tid + kFixupThreads * j, r = e / kFixupCols, c = e % kFixupCols;
+    for (int j = 0; j < kOutPerThread; ++j) {
+      const int e = tid + kThreads * j, r = e / kFixupCols, c = e % kFixupCols;
       float x = N[e];
       if (!drop)
 #pragma unroll
-        for (int sl = 0; sl < kFixupSlices; ++sl) x += part[sl * kFixupNFloats + e];
+        for (int sl = 0; sl < kSlices; ++sl) x += part[sl * kFixupNFloats + e];
       S[e] = x;
       out.write(r, col0 + c, x);
     }

@@ -13,10 +13,12 @@ constexpr int kFixupMFloats = kHeadDim * kFixupMStride, kFixupNFloats = kHeadDim
 // (i < 4) and all kFixupCols columns (32 accumulators), so each shared-memory read feeds 8 or 4
 // FMAs instead of 2; the slices' partial sums are added in slice order.
 constexpr int kFixupSlices = kFixupThreads / 32, kFixupSliceK = kHeadDim / kFixupSlices, kFixupRowsPerLane = kHeadDim / 32;
-constexpr int kFixupPartialFloats = kFixupSlices * kFixupNFloats;
 constexpr int kFixupOutPerThread = kFixupNFloats / kFixupThreads;
-// M_s in m_buffers buffers, two buffers of N_s's columns, the start state and the slices' sums.
-constexpr int fixup_smem_bytes(int m_buffers) { return (m_buffers * kFixupMFloats + 3 * kFixupNFloats + kFixupPartialFloats) * 4; }
+// M_s in m_buffers buffers, two buffers of N_s's columns, the start state and the sums of the
+// threads / 32 slices (prefill/sm80 runs a fixup of 128 threads on 99 KiB devices).
+constexpr int fixup_smem_bytes(int m_buffers, int threads = kFixupThreads) {
+  return (m_buffers * kFixupMFloats + 3 * kFixupNFloats + threads / 32 * kFixupNFloats) * 4;
+}
 constexpr int kFixupSmemBytes = fixup_smem_bytes(2);
 static_assert(kFixupCols == 8 && kFixupSliceK % 4 == 0, "two float4 of S per k, float4 of M per four k");
 
