@@ -127,24 +127,28 @@ TEST(Sm80Plan, SpecsSetThePreparationAndRefuseTheRest) {
   EXPECT_NE(line.find("; no context parallelism"), std::string::npos) << line;
 }
 
-// The split is prefill/sm90's choice at block_v 32: long sequences of few heads are cut (as sm90
-// cuts them), a batch that fills the GPU is not. The fixup keeps two M buffers where a block may
-// have 180,224 bytes, else one (112,640, under sm_80's 166,912 and the two-stage scan's 115,712).
-TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
+// The split is prefill/sm90's choice with the scans this family has (mma.sync at block_v 32 and,
+// where the device allows its block, 64; the transition pass at 32): long sequences of few heads
+// are cut (as sm90 cuts them), a batch that fills the GPU is not. The fixup keeps two M buffers
+// where a block may have 180,224 bytes, else one (112,640, under sm_80's 166,912 and the two-stage
+// scan's 115,712).
+TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesOnMmaSync) {
   for (const auto& [lens, h, hv] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
            {{32768}, 2, 8}, {{32768}, 16, 32}, {{2048}, 2, 8}, {{4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32}}) {
     const sm90::Batch b = sm90::Batch::of(prefill(lens, h, hv));
-    sm90::Plan unsplit;
-    unsplit.block_v = unsplit.cp_block_v = 32;
-    const sm90::Plan want = sm90::choose_context_parallel(b, unsplit, 108, true);
-    EXPECT_EQ(want.block_v, 32);
+    const sm80::Plan got = sm80::choose(b, 108, 0);
+    sm90::Plan base;
+    base.block_v = 4 * hv * int64_t(lens.size()) > 108 ? 64 : 32;  // unsplit: 64 past a wave at 32
+    base.cp_block_v = 32;
+    const sm90::Plan want = sm90::choose_context_parallel(b, base, 108, 64);
     EXPECT_EQ(want.cp_block_v, 32);
-    EXPECT_EQ(sm80::choose(b, 108, 0).seg_chunks, want.seg_chunks) << h << "/" << hv << " " << lens.size() << "x" << lens[0];
+    EXPECT_EQ(got.seg_chunks, want.seg_chunks) << h << "/" << hv << " " << lens.size() << "x" << lens[0];
+    if (want.seg_chunks > 0) EXPECT_EQ(got.block_v, want.block_v) << h << "/" << hv << " " << lens.size() << "x" << lens[0];
   }
   const sm90::Batch long_thin = sm90::Batch::of(prefill({32768}, 2, 8));
   const sm80::Plan split = sm80::choose(long_thin, 108, 0);
   EXPECT_GT(split.seg_chunks, 0) << "32 unsplit CTAs on 108 SMs";
-  EXPECT_EQ(split.ctas(long_thin), 4 * 8 * sm90::segment_count(32768, 1, split.seg_chunks));
+  EXPECT_EQ(split.ctas(long_thin), (128 / split.block_v) * 8 * sm90::segment_count(32768, 1, split.seg_chunks));
   EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096}, 16, 32)), 108, 0).seg_chunks, 0)
       << "1024 CTAs: four waves or more are never split";
   EXPECT_EQ(sm80::plan_for(long_thin, 108, 0, "cp=off").seg_chunks, 0);
@@ -167,7 +171,9 @@ TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesAtBlockV32) {
 }
 
 // Unsplit, the scan takes block_v 64 (four state warps a CTA) where block_v 32's grid needs more
-// than one wave of one CTA per SM; a split scans at block_v 32.
+// than one wave of one CTA per SM. A split takes it where the model finds it faster (H200, 1x32768:
+// 4/16 and 16/16 at block_v 64 in four segments take 0.76x and 0.78x the block_v 32 split's time;
+// 8/24, 16/32 and 32/32 in two segments 0.96-0.98x the unsplit scan's, under the split's 10 % bar).
 TEST(Sm80Plan, BlockV64WhereBlockV32NeedsMoreThanAWave) {
   auto plan = [](std::vector<int64_t> lens, int h, int hv) { return sm80::choose(sm90::Batch::of(prefill(lens, h, hv)), 132, 232448); };
   EXPECT_EQ(plan({2048}, 16, 32).block_v, 32) << "128 CTAs on 132 SMs";
@@ -178,9 +184,19 @@ TEST(Sm80Plan, BlockV64WhereBlockV32NeedsMoreThanAWave) {
   const std::vector<int64_t> eight(8, 4096);
   EXPECT_EQ(plan(eight, 16, 32).block_v, 64);
   EXPECT_EQ(plan(eight, 16, 32).seg_chunks, 0);
-  const sm80::Plan split = plan({32768}, 2, 8);
-  EXPECT_GT(split.seg_chunks, 0);
-  EXPECT_EQ(split.block_v, 32);
+  const sm80::Plan split = plan({32768}, 4, 16);
+  EXPECT_EQ(split.seg_chunks, 128);
+  EXPECT_EQ(split.block_v, 64);
+  EXPECT_EQ(split.stages, 3);
+  EXPECT_EQ(plan({32768}, 16, 16).block_v, 64);
+  EXPECT_EQ(plan({32768}, 8, 24).seg_chunks, 0) << "two segments at block_v 64: 0.96x, under the bar";
+  EXPECT_EQ(plan({32768}, 8, 24).block_v, 32) << "96 CTAs on 132 SMs";
+  EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({32768}, 4, 16)), 128, 101376).block_v, 32) << "99 KiB: one q tile, block_v 32";
+  const sm90::Batch long_b = sm90::Batch::of(prefill({32768}, 16, 64));
+  sm90::Plan unsplit64;
+  unsplit64.block_v = 64;
+  EXPECT_NEAR(sm90::modeled_scan_us(long_b, unsplit64, 132, true), 512 * 2.15 + 5, 1e-6) << "block_v 64 on mma.sync";
+  EXPECT_NEAR(sm90::modeled_scan_us(long_b, unsplit64, 132), 512 * 1.92 + 5, 1e-6) << "block_v 64 on wgmma";
   const sm80::Plan on_sm80 = sm80::choose(sm90::Batch::of(prefill(eight, 16, 32)), 108, 166912);
   EXPECT_EQ(on_sm80.block_v, 64);
   EXPECT_EQ(on_sm80.stages, 2) << "three stages at block_v 64 are 184,320 bytes";

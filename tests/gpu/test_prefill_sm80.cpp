@@ -50,6 +50,7 @@ std::vector<Case> cases() {
                                   {"one_q_tile_group", "prep=group,q_tile=single"},
                                   {"one_q_tile_cp2", "prep=head,q_tile=single,cp=2,fixup_threads=128"},
                                   {"cp2", "prep=head,stages=2,cp=2,fixup_m=1"},
+                                  {"bv64_cp2", "prep=head,stages=2,block_v=64,cp=2,fixup_m=1"},
                                   {"cp3_stages3", "prep=group,stages=3,cp=3,fixup_m=2"}})
     for (const Case& one : c) all.push_back({one.label + "_" + tag, with_plan(one.shape, spec)});
   return all;
@@ -103,7 +104,7 @@ TEST_F(Sm80PrefillBits, ThousandLaunchesAreBitIdentical) {
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
   for (const char* plan :
        {"prep=head,stages=2", "prep=group,stages=2", "prep=head,stages=3", "prep=head,block_v=64", "prep=head,q_tile=single",
-        "prep=head,cp=2,fixup_m=1"}) {
+        "prep=head,cp=2,fixup_m=1", "prep=head,block_v=64,cp=2"}) {
     const Shape s = with_plan(prefill({777, 64, 1, 250}, 4, 16), plan);
     if (auto why = sm80()->supports(s); !why.empty()) continue;  // three stages where the device holds them
     Problem p(s, *backend_, kSeed);
@@ -162,13 +163,14 @@ TEST_F(Sm80PrefillBits, ItsSplitGivesTheBitsOfSm90sMmaSyncSplit) {
 }
 
 // Each state warp computes its 16 columns the same way whatever the CTA's width: block_v 64 (four
-// state warps) gives block_v 32's bits.
+// state warps) gives block_v 32's bits, unsplit and split.
 TEST_F(Sm80PrefillBits, BlockV64GivesTheBitsOfBlockV32) {
   ASSERT_NE(sm80(), nullptr);
   if (auto why = cannot_run(); !why.empty()) GTEST_SKIP() << why;
   for (const Shape& s : {prefill({1, 17, 64, 130, 200, 0, 1000}, 2, 4), prefill({3, 64, 100, 129}, 1, 4, Layout::vk)}) {
     SCOPED_TRACE(s.key());
     expect_same_bits(s, "cp=off,block_v=64", *sm80(), "cp=off,block_v=32");
+    expect_same_bits(s, "cp=2,block_v=64", *sm80(), "cp=2,block_v=32");
   }
 }
 

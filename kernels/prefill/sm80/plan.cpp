@@ -78,18 +78,22 @@ Plan choose(const Batch& b, int sm_count, int smem_optin) {
   p.fixup_threads = smem_optin >= fixup_smem_bytes(1, 256) ? 256 : 128;
   p.single_q = smem_optin < scan_smem_bytes(kBlockV, 2) + kScanStaticSmem;
   if (b.lens.empty()) return p;  // a spec checked without a batch
-  sm90::Plan unsplit;
-  unsplit.schedule = sm90::Schedule::two_pass;
-  unsplit.block_v = unsplit.cp_block_v = kBlockV;
-  unsplit.prep_group = p.prep_group;
-  p.seg_chunks = sm90::choose_context_parallel(b, unsplit, sm_count, true).seg_chunks;
-  if (p.seg_chunks == 0 && p.ctas(b) > sm_count) {
-    Plan wide = p;
-    wide.block_v = 64;
-    wide.stages = smem_optin >= scan_smem_bytes(64, 3) + kScanStaticSmem ? 3 : 2;
-    if (unrunnable_reason(wide, smem_optin).empty()) return wide;
-  }
-  return p;
+  // block_v 64: four state warps a CTA, where the device allows its block (not a 99 KiB one).
+  Plan wide = p;
+  wide.block_v = 64;
+  wide.stages = smem_optin >= scan_smem_bytes(64, 3) + kScanStaticSmem ? 3 : 2;
+  const bool wide_fits = !p.single_q && unrunnable_reason(wide, smem_optin).empty();
+  // Unsplit, block_v 64 where block_v 32's grid needs more than one wave of one CTA per SM.
+  const Plan unsplit = wide_fits && p.ctas(b) > sm_count ? wide : p;
+  sm90::Plan base;
+  base.schedule = sm90::Schedule::two_pass;
+  base.block_v = unsplit.block_v, base.cp_block_v = kBlockV;
+  base.prep_group = p.prep_group;
+  const sm90::Plan cp = sm90::choose_context_parallel(b, base, sm_count, wide_fits ? 64 : kBlockV);
+  if (cp.seg_chunks == 0) return unsplit;
+  Plan split = cp.block_v == 64 ? wide : p;
+  split.seg_chunks = cp.seg_chunks;
+  return split;
 }
 
 const std::vector<PlanKnob>& plan_knobs() {
@@ -104,8 +108,8 @@ const std::vector<PlanKnob>& plan_knobs() {
        "173,056 bytes of shared memory (sm_90, sm_100), else 2"},
       {"block_v",
        {"32", "64"},
-       "value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four). Default: 32 where its grid fits one "
-       "wave (one CTA per SM) or the plan splits, else 64"},
+       "value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four). Default: unsplit, 32 where its grid "
+       "fits one wave (one CTA per SM), else 64; split, the one the split's model finds faster"},
       {"q_tile",
        {"staged", "single"},
        "the scan's q: a tile per stage, or one tile that the next chunk's copies wait for until this chunk's (Q S)^T "
@@ -114,7 +118,7 @@ const std::vector<PlanKnob>& plan_knobs() {
       {"cp",
        {"off", "<n>"},
        "context parallelism: each sequence's scan cut into segments of <n> chunks (1..65536) scanned in parallel, "
-       "or off. Default: prefill/sm90's split at block_v 32, where the unsplit grid is under four waves"},
+       "or off. Default: prefill/sm90's split on this family's scans, where the unsplit grid is under four waves"},
       {"fixup_m",
        {"1", "2"},
        "the split's fixup: one M buffer, or two (the next segment's M copied during this one's product). Default: 2 "

@@ -1,6 +1,6 @@
 // The launch plan of prefill/sm80 as data: the two-pass schedule of prefill/sm90 on mma.sync alone
-// (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 with two or three
-// stages, and its context-parallel split (transition pass, fixup) at block_v 32. Host code (C++17,
+// (no wgmma, TMA, bulk copies or programmatic launches), its scan at block_v 32 or 64 with two or
+// three stages, and its context-parallel split (transition pass at block_v 32, fixup). Host code (C++17,
 // no CUDA), so tests check it without a GPU and every report records it. A plan spec (the `plan`
 // axis) sets the knobs, prep=head|group, stages=2|3, block_v=32|64, q_tile=staged|single, cp=off|<n>
 // fixup_m=1|2 and fixup_threads=128|256. Design:
@@ -76,9 +76,10 @@ std::string unsupported_reason(const Shape& s);
 std::string unrunnable_reason(const Plan& p, int smem_optin);
 
 // The default plan. smem_optin: what the device allows a block (0: unknown, planned as sm_80's
-// 166,912). The split is prefill/sm90's choice (choose_context_parallel) restricted to block_v 32
-// for both passes: few sequences x value heads, long sequences. Unsplit, block_v 32 where its grid
-// fits one wave (one CTA per SM), else 64: twice the state warps an SM, half the CTAs. A device
+// 166,912). Unsplit, block_v 32 where its grid fits one wave (one CTA per SM), else 64: twice the
+// state warps an SM, half the CTAs. The split is prefill/sm90's choice (choose_context_parallel)
+// over this family's scans (block_v 32, and 64 where the device allows its block; the transition
+// pass at 32), against that unsplit plan: few sequences x value heads, long sequences. A device
 // that cannot hold two full stages at block_v 32 takes one q tile at block_v 32, and for a split
 // the fixup of 128 threads and one M buffer.
 Plan choose(const Batch& b, int sm_count, int smem_optin);

@@ -20,14 +20,19 @@ namespace {
 // a launch plus one dependent step per segment boundary, each longer with more value heads. Every
 // CTA also pays about 5 us of its own (state in and out, the ring's fill and drain), which short
 // segments feel, 12 us at block_v 128 (two warpgroups to start and drain). A transition chain costs
-// its SM about 6 us of its own beside the other chains there.
+// its SM about 6 us of its own beside the other chains there. prefill/sm80's block_v 64 scan (four
+// mma.sync state warps) takes 1.19x its block_v 32 chunk (H200: 2.28 against 1.91 us a chunk on
+// the unsplit 1x32768 cells), 2.15 in these units.
 constexpr double kCtaUs = 5.0, kCtaUs128 = 12.0, kTransitionChainSmUs = 6.0;
-constexpr double kChunkUs32 = 1.80, kChunkUs64 = 1.92, kChunkUs128 = 2.88;
+constexpr double kChunkUs32 = 1.80, kChunkUs64 = 1.92, kChunkUs128 = 2.88, kChunkUs64MmaSync = 2.15;
 constexpr double kTransitionChunkUs64 = 1.65, kTransitionChunkUs32 = 1.50;
 constexpr double kTransitionSmUs64 = 0.61, kTransitionSmUs32 = 0.55;
 constexpr double kFixupUs = 8.0, kFixupStepUs = 1.5, kFixupStepUsPerHead = 0.13, kLaunchUs = 4.0;
 
-double chunk_us(int block_v) { return block_v == 32 ? kChunkUs32 : block_v == 64 ? kChunkUs64 : kChunkUs128; }
+double chunk_us(int block_v, bool mma_sync) {
+  if (block_v == 32) return kChunkUs32;
+  return block_v == 64 ? (mma_sync ? kChunkUs64MmaSync : kChunkUs64) : kChunkUs128;
+}
 double cta_us(int block_v) { return block_v == 128 ? kCtaUs128 : kCtaUs; }
 
 // The transition pass: chains of chunks, several CTAs per SM. The longer of the longest chain
@@ -78,7 +83,7 @@ std::vector<int> segment_lengths(int64_t max_chunks) {
 
 }  // namespace
 
-double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
+double modeled_scan_us(const Batch& b, const Plan& p, int sm_count, bool mma_sync) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   const int L = p.schedule == Schedule::two_pass ? p.seg_chunks : 0;
   std::vector<int64_t> scan, transition;
@@ -92,14 +97,14 @@ double modeled_scan_us(const Batch& b, const Plan& p, int sm_count) {
       if (s + 1 < segs) transition.insert(transition.end(), size_t(int64_t(2 * kHeadDim / p.cp_block_v) * b.HV), seg);
     }
   }
-  double us = makespan_us(scan, chunk_us(p.block_v), cta_us(p.block_v), sm_count);
+  double us = makespan_us(scan, chunk_us(p.block_v, mma_sync), cta_us(p.block_v), sm_count);
   if (L > 0)
     us += transition_us(transition, p.cp_block_v, sm_count) + kFixupUs +
           double(fixup_steps) * (kFixupStepUs + kFixupStepUsPerHead * double(b.HV)) + 2 * kLaunchUs;
   return us;
 }
 
-Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, bool mma_sync_only) {
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, int mma_sync_block_v) {
   if (sm_count < 1) sm_count = kDefaultSmCount;
   const int64_t unsplit_ctas = int64_t(kHeadDim / 32) * b.HV * b.sequences;  // the unsplit grid at block_v 32
   if (p.schedule != Schedule::two_pass || unsplit_ctas > 4 * int64_t(sm_count)) return p;
@@ -109,18 +114,22 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, bool m
   // 62.6 us, measured 0.84x the unsplit call at L = 8).
   const bool thin = 4 * unsplit_ctas <= int64_t(sm_count);
   Plan best = p;
-  double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count);
+  const bool mma_sync = mma_sync_block_v > 0;
+  double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count, mma_sync);
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
   // they save (H100: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
   // and 1x4096).
-  const std::vector<int> block_vs = mma_sync_only ? std::vector<int>{32} : std::vector<int>{32, 64, 128};
-  const std::vector<int> cp_block_vs = mma_sync_only ? std::vector<int>{32} : std::vector<int>{32, 64};
+  std::vector<int> block_vs{32, 64, 128}, cp_block_vs{32, 64};
+  if (mma_sync) {
+    block_vs = mma_sync_block_v >= 64 ? std::vector<int>{32, 64} : std::vector<int>{32};
+    cp_block_vs = {32};  // prefill/sm80's transition pass runs at block_v 32
+  }
   for (const int L : segment_lengths(max_chunks))
     for (const int bv : block_vs)
       for (const int cp_bv : cp_block_vs) {
         Plan q = p;
         q.seg_chunks = L, q.block_v = bv, q.cp_block_v = cp_bv;
-        const double us = modeled_scan_us(b, q, sm_count);
+        const double us = modeled_scan_us(b, q, sm_count, mma_sync);
         if (us < best_us) best = q, best_us = us;
       }
   // Four kernels in a row: each after the first a programmatic dependent of the one before (H100,

@@ -89,8 +89,8 @@ struct Plan {
 // order, as the GPU starts them) on the SM that frees first, one CTA per SM, a chunk costing
 // kChunkUs at its block_v; the transition pass as its longest chain or its chains spread over the
 // SMs; plus the fixup's segment steps and the two extra launches. The constants are H200
-// measurements (cp_plan.cpp).
-double modeled_scan_us(const Batch& b, const Plan& p, int sm_count);
+// measurements (cp_plan.cpp). mma_sync: block_v 64 is prefill/sm80's four mma.sync state warps.
+double modeled_scan_us(const Batch& b, const Plan& p, int sm_count, bool mma_sync = false);
 
 // "" when the kernels handle the shape, else why not (head sizes other than 128 are declined).
 std::string unsupported_reason(const Shape& s);
@@ -122,8 +122,9 @@ bool fused_wins(const Batch& b, const Plan& two_pass, int sm_count);
 // at most a quarter of the SMs), else `p`; a split's kernels are programmatic dependents (pdl).
 // Considered only when the unsplit grid at block_v 32 is under four waves (few heads x few
 // sequences); a split makes a sequence's bits depend on the segment length, so on the batch.
-// mma_sync_only: block_v 32 for both passes (prefill/sm80, which has no wgmma).
-Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, bool mma_sync_only = false);
+// mma_sync_block_v > 0: prefill/sm80, which has no wgmma: the scan on mma.sync at block_v 32 up to
+// this (32 or 64), the transition pass at 32.
+Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, int mma_sync_block_v = 0);
 
 // ---- plan specs: "knob=value,..." over plan_knobs() ----------------------------------------
 
