@@ -21,7 +21,7 @@ namespace gdn::sm80 {
 
 using sm90::Batch;
 
-constexpr int kBlockV = 32;             // the split's value columns per CTA (scan and transition pass): two state warps
+constexpr int kBlockV = 32;             // the transition pass's value columns per CTA, and the scan's unless it takes 64
 constexpr int kDefaultSmCount = 108;    // A100, when the device cannot be asked (plan on a CPU host)
 
 // Shared memory a scan CTA of block_v columns and `stages` stages (single_q: one q tile) asks for
@@ -41,7 +41,7 @@ struct Plan {
   // The scan's stages: three where the device allows a block their 173,056 bytes (sm_90, sm_100),
   // else two (115,712: sm_80's 166,912).
   int stages = 2;
-  // Value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four); a split scans at 32.
+  // Value columns per scan CTA: 32 (two mma.sync state warps) or 64 (four).
   int block_v = 32;
   // One q tile beside the two stages (sm90::kScanQ1Kernel, 98,304 bytes at block_v 32): the next
   // chunk's copies wait for this chunk's (Q S)^T. For devices allowing a block 99 KiB (sm_86,

@@ -18,8 +18,8 @@ namespace gdn::sm90 {
 
 // q and k rows [row0, row0 + rows) of the packed batch (rows >= 1, q/k head hk) into stage
 // `stage`, issued by NT threads, this one being tid. Offsets are 64-bit. kQ false: k only (the
-// transition pass has no (Q S)^T and no o); kK false: q only (kScanQ1Kernel copies q apart).
-template <int BV, int Kern, int NT, bool kQ = true, bool kK = true>
+// transition pass has no (Q S)^T and no o).
+template <int BV, int Kern, int NT, bool kQ = true>
 __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill::Args& a, int64_t row0, int rows, int hk,
                                         int tid) {
   static_assert(NT % 128 == 0, "a thread keeps one 16-byte column piece and a row residue mod 8");
@@ -39,7 +39,7 @@ __device__ __forceinline__ void load_qk(uint8_t* smem, int stage, const prefill:
     const int64_t off = valid ? r * row_elems : 0;
     const uint32_t dst = s_at + uint32_t(m * kRowsPerPass * 128);
     if constexpr (kQ) ptx::cp_async_16_zfill(dst + L.q(stage), q + off, valid);
-    if constexpr (kK) ptx::cp_async_16_zfill(dst + L.k(stage), k + off, valid);
+    ptx::cp_async_16_zfill(dst + L.k(stage), k + off, valid);
   }
 }
 

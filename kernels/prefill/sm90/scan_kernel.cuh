@@ -243,16 +243,10 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
       load(i);
     };
     if constexpr (kQ1) {
-      // One q tile: chunk i + 1 (q, k, v, slot) is copied once the state warps have read chunk i's
-      // q, early in chunk i; by then they have finished chunk i - 1, whose stage chunk i + 1 takes.
-      auto load_q1 = [&](int i) {
-        const int c = c_begin + i;
-        load_qk<BV, Kern, NL, true, false>(smem, 0, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
-        load_qk<BV, Kern, NL, false>(smem, i % S, a, w.row0_of(c), w.rows_of(c), w.hk, ltid);
-        load_v<BV, Kern, NL>(smem, i % S, a, w.row0_of(c), w.rows_of(c), w.h, col0, ltid);
-        load_slot<BV, NL, kOut, Kern>(smem, i % S, ws, slot0 + c, a.HV, w.h, ltid);
-      };
-      if (count > 0) load_q1(0);
+      // One q tile (the layout's q(stage) is that tile for every stage): chunk i + 1 (q, k, v, slot)
+      // is copied once the state warps have read chunk i's q, early in chunk i; by then they have
+      // finished chunk i - 1, whose stage chunk i + 1 takes.
+      if (count > 0) load(0);
       __pipeline_commit();
       for (int i = 0; i < count; ++i) {
         __pipeline_wait_prior(0);  // chunk i has landed ...
@@ -263,7 +257,7 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
         cuda::ptx::mbarrier_arrive(&bars.full[i % S]);  // chunk i is ready
         if (i + 1 < count) {
           wait_phase(&bars.empty[2], i);  // the state warps have read chunk i's q
-          load_q1(i + 1);
+          load(i + 1);
         }
         __pipeline_commit();
       }

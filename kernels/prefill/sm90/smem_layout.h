@@ -82,8 +82,8 @@ struct SmemLayout {
   int slot_stride = 0;  // the scan and the fused kernel: one buffer is [A_g | P_g | scalars], a workspace slot (workspace.h)
   constexpr SmemLayout(int block_v, int kernel)
       : stages(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel || kernel == kScanQ1Kernel ? 2 : 3),
-        buffers(kernel == kPrepKernel ? 1 : kernel == kScan2Kernel || kernel == kScanQ1Kernel ? 2 : 3),
-        q_tiles(kernel == kScanQ1Kernel ? 1 : kernel == kPrepKernel ? 1 : kernel == kScan2Kernel ? 2 : 3) {
+        buffers(stages),
+        q_tiles(kernel == kScanQ1Kernel ? 1 : stages) {
     if (kernel == kPrepKernel) {  // one chunk, q and k dead once the products are in registers
       q0 = 0, k0 = kQKTileBytes;
       lt = 0;                                                           // over q (and the start of k)
