@@ -159,7 +159,7 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
     for (int p = 0; p < 4; ++p) {
       const uint32_t r[4] = {pack(o[2 * p][0], o[2 * p][1]), pack(o[2 * p][2], o[2 * p][3]), pack(o[2 * p + 1][0], o[2 * p + 1][1]),
                              pack(o[2 * p + 1][2], o[2 * p + 1][3])};
-      ptx::stmatrix_x4_trans(at + uint32_t(p * 16 * VR * 2), r);
+      ptx::stmatrix_x4_trans_tile(at + uint32_t(p * 16 * VR * 2), uint32_t(VR * 2), r);
     }
     __syncwarp();
     for (int e = lane; e < 2 * rows; e += 32) {
