@@ -195,11 +195,15 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
     // among its first products (which read the state but do not change it), not on the chain
     // between chunks. The wgmma scans keep checkpoints.cuh (README.md, Checkpoints).
     constexpr bool kCursor = kCkpt && !kQ8 && !kWg;
+    // The block_v 64 wgmma twin takes the cursor too (the slot's index loaded a checkpoint ahead),
+    // and stores right after the empty arrival: ptxas serializes its wgmma with the stores inside
+    // the chunk (README.md, Checkpoints).
+    constexpr bool kWgCursor = kCkpt && !kQ8 && kWg && BV == 64;
     [[maybe_unused]] CheckpointCursor checkpoints;
     [[maybe_unused]] NextCheckpoint next;
     [[maybe_unused]] StateRef pending;  // the checkpoint of the chunk before, stored in this chunk
     [[maybe_unused]] const int ckpt_col = col0 + st.lc + (st.lane >> 2);
-    if constexpr (kCursor) next = NextCheckpoint::at(a, w.n, c_begin, st.lane);
+    if constexpr (kCursor || kWgCursor) next = NextCheckpoint::at(a, w.n, c_begin, st.lane);
     else if constexpr (kCkpt) checkpoints = CheckpointCursor::at(a, w.n, c_begin);
     for (int j = 0; j < count; ++j) {
       const int c = c_begin + j, stage = j % S;
@@ -219,7 +223,9 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
         st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0);
       }
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + S
-      if constexpr (kCkpt && kQ8)
+      if constexpr (kWgCursor) {
+        if (next.due(c, w.len)) store_checkpoint(next.take(a, w.n, w.h, st.lane), st.s, st.lane, ckpt_col);
+      } else if constexpr (kCkpt && kQ8)
         store_8bit<Q>(st.s, st.lane, col0 + st.lc,
                       checkpoint_slot_8bit(a, pool_scale, w.n, w.h, checkpoints.index_after(a, w.n, c, w.len)));
       else if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
