@@ -193,11 +193,12 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
     // The mma.sync scan with f32/bf16 pools takes the fused twin's checkpoints (next_checkpoint.cuh):
     // a cursor one checkpoint ahead, and each checkpoint's stores issued inside the next chunk,
     // among its first products (which read the state but do not change it), not on the chain
-    // between chunks. The wgmma scans keep checkpoints.cuh (README.md, Checkpoints).
+    // between chunks.
     constexpr bool kCursor = kCkpt && !kQ8 && !kWg;
     // The block_v 64 wgmma twin takes the cursor too (the slot's index loaded a checkpoint ahead),
     // and stores right after the empty arrival: ptxas serializes its wgmma with the stores inside
-    // the chunk (README.md, Checkpoints).
+    // the chunk. The block_v 128 twin and the 8-bit twins keep checkpoints.cuh (README.md,
+    // Checkpoints).
     constexpr bool kWgCursor = kCkpt && !kQ8 && kWg && BV == 64;
     [[maybe_unused]] CheckpointCursor checkpoints;
     [[maybe_unused]] NextCheckpoint next;
