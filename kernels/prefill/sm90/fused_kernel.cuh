@@ -113,13 +113,13 @@ __global__ void __launch_bounds__(kFusedThreads, 1) prefill_sm90_fused_kernel(co
       wait_phase(&bars.full[stage], j / 3);
       if constexpr (kCkpt)
         st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0,
-                                [&] { store_checkpoint(pending, st.s, st.lane, col); });
+                                [&] { store_state_columns(pending, st.s, st.lane, col); });
       else
         st.template chunk<true>(smem, stage, stage, w.rows_of(j), w.row0_of(j), a, w.h, w.vcol0);
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // o has left the stage's v rows
       if constexpr (kCkpt) pending = checkpoints.due(j, w.len) ? checkpoints.take(a, w.n, w.h, st.lane) : StateRef{};
     }
-    if constexpr (kCkpt) store_checkpoint(pending, st.s, st.lane, col);
+    if constexpr (kCkpt) store_state_columns(pending, st.s, st.lane, col);
     st.end_turns();
     st.store(final_state(a, w.n, w.h), w.vcol0);
   } else if (warp < kStateWarps + kPrepWarps) {

@@ -10,19 +10,18 @@
 // - the next checkpoint's checkpoint_indices entry (and, explicit lists, the position after it)
 //   are loaded one checkpoint ahead and read only when it comes, so no global load's latency lands
 //   on the chain;
-// - the store is one base address a lane and 64 global stores with constant offsets (K = V = 128),
-//   fp32 pairs of a vk row and bf16 pairs packed where the layout makes them adjacent.
+// - the store is state_columns.cuh's: one base address a lane and 64 global stores with constant
+//   offsets.
 // The scan keeps checkpoints.cuh: it cannot store under a wgmma wait (two groups in flight, see
 // StateWarpgroup::chunk), and with this cursor and store right after the chunk its twins ran
 // slower than with checkpoints.cuh's, though with fewer instructions (README.md, Checkpoints).
 #pragma once
 
-#include <cuda_bf16.h>
-
 #include <cstdint>
 
 #include "prefill/op.h"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/state_columns.cuh"
 #include "prefill/state_ref.cuh"
 
 namespace gdn::sm90 {
@@ -87,50 +86,5 @@ struct NextCheckpoint {
     return prefill::StateRef{static_cast<uint8_t*>(a.pool) + elem * (bf16 ? 2 : 4), bf16, vk, a.K, a.V};
   }
 };
-
-// A state warp's 16 columns of S^T (s[nt][e]: value column col + 8 (e / 2), head dim
-// 8 nt + 2t + (e % 2), col = the lane's first column in the head's 128) into r, as
-// StateWarp::store writes them (bf16: round to nearest even), K = V = 128.
-__device__ __forceinline__ void store_checkpoint(const prefill::StateRef& r, const float (&s)[kHeadDim / 8][4], int lane,
-                                                 int col) {
-  if (r.p == nullptr) return;
-  constexpr int D = kHeadDim;
-  const int d0 = 2 * (lane & 3);
-  if (!r.vk) {  // [K][V]: element (d, v) at d D + v; a lane's elements are in 32 rows, 2 columns
-    const int64_t at = int64_t(d0) * D + col;
-    if (r.bf16) {
-      unsigned short* p = static_cast<unsigned short*>(r.p) + at;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e])));
-    } else {
-      float* p = static_cast<float*>(r.p) + at;
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), s[nt][e]);
-    }
-  } else {  // [V][K]: element (d, v) at v D + d; (e, e + 1) are adjacent head dims
-    const int64_t at = int64_t(col) * D + d0;
-    if (r.bf16) {
-      unsigned int* p = reinterpret_cast<unsigned int*>(static_cast<unsigned short*>(r.p) + at);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-          const unsigned int lo = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e]));
-          const unsigned int hi = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e + 1]));
-          __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, lo | hi << 16);
-        }
-    } else {
-      float2* p = reinterpret_cast<float2*>(static_cast<float*>(r.p) + at);
-#pragma unroll
-      for (int nt = 0; nt < D / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, make_float2(s[nt][e], s[nt][e + 1]));
-    }
-  }
-}
 
 }  // namespace gdn::sm90

@@ -211,7 +211,7 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
       wait_phase(&bars.full[stage], j / S);
       if constexpr (kCursor) {
         st.template chunk<kOut>(smem, stage, stage, w.rows_of(c), w.row0_of(c), a, w.h, col0,
-                                [&] { store_checkpoint(pending, st.s, st.lane, ckpt_col); });
+                                [&] { store_state_columns(pending, st.s, st.lane, ckpt_col); });
         cuda::ptx::mbarrier_arrive(&bars.empty[stage]);
         pending = next.due(c, w.len) ? next.take(a, w.n, w.h, st.lane) : StateRef{};
         continue;
@@ -225,13 +225,13 @@ __device__ __forceinline__ void scan_chunks(const prefill::Args& a, int v_blocks
       }
       cuda::ptx::mbarrier_arrive(&bars.empty[stage]);  // the stage is free for chunk j + S
       if constexpr (kWgCursor) {
-        if (next.due(c, w.len)) store_checkpoint(next.take(a, w.n, w.h, st.lane), st.s, st.lane, ckpt_col);
+        if (next.due(c, w.len)) store_state_columns(next.take(a, w.n, w.h, st.lane), st.s, st.lane, ckpt_col);
       } else if constexpr (kCkpt && kQ8)
         store_8bit<Q>(st.s, st.lane, col0 + st.lc,
                       checkpoint_slot_8bit(a, pool_scale, w.n, w.h, checkpoints.index_after(a, w.n, c, w.len)));
       else if constexpr (kCkpt) st.store(checkpoints.after_chunk(a, w.n, w.h, c, w.len), col0);
     }
-    if constexpr (kCursor) store_checkpoint(pending, st.s, st.lane, ckpt_col);  // the last chunk's checkpoint
+    if constexpr (kCursor) store_state_columns(pending, st.s, st.lane, ckpt_col);  // the last chunk's checkpoint
     if constexpr (kTurns) st.end_turns();
     if constexpr (kQ8) store_8bit<Q>(st.s, st.lane, col0 + st.lc, w.last_segment() ? own_slot_8bit(a, pool_scale, w.n, w.h) : Slot8{});
     else if constexpr (kOut) st.store(w.last_segment() ? final_state(a, w.n, w.h) : StateRef{}, col0);

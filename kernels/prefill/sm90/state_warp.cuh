@@ -20,6 +20,7 @@
 #include "prefill/op.h"
 #include "prefill/sm90/fragments.cuh"
 #include "prefill/sm90/smem_layout.h"
+#include "prefill/sm90/state_columns.cuh"
 #include "prefill/sm90/states.cuh"
 
 namespace gdn::sm90 {
@@ -32,13 +33,7 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
 
   // The warp's columns of the state at r (state_ref.cuh: zeros when r is null), the CTA's
   // columns starting at value column vcol0 of r.
-  __device__ __forceinline__ void load(const StateRef& r, int vcol0) {
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int nt = 0; nt < kHeadDim / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = r.read(8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1));
-  }
+  __device__ __forceinline__ void load(const StateRef& r, int vcol0) { load_state_columns(r, s, lane, vcol0 + lc + (lane >> 2)); }
   // Columns vcol0 + lc .. of the identity (context parallelism's transition pass: the state
   // map's K x K matrix is the end state of the identity with v = 0).
   __device__ __forceinline__ void load_identity(int vcol0) {
@@ -50,12 +45,7 @@ template <class In, int BV, int Kern = kScanKernel> struct StateWarp {
   }
   // The warp's columns into r (nothing when r is null; bf16 rounds to nearest even).
   __device__ __forceinline__ void store(const StateRef& r, int vcol0) const {
-    if (r.p == nullptr) return;
-    const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int nt = 0; nt < kHeadDim / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) r.write(8 * nt + 2 * t + (e & 1), vcol0 + lc + g + 8 * (e >> 1), s[nt][e]);
+    store_state_columns(r, s, lane, vcol0 + lc + (lane >> 2));
   }
 
   // acc += src m^T over the chunk's 64 tokens, src as accumulator tiles (rounded to f16 for the
