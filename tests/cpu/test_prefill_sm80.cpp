@@ -173,7 +173,8 @@ TEST(Sm80Plan, SplitsLongSequencesOfFewHeadsAsSm90DoesOnMmaSync) {
 // Unsplit, the scan takes block_v 64 (four state warps a CTA) where block_v 32's grid needs more
 // than one wave of one CTA per SM. A split takes it where the model finds it faster (H200, 1x32768:
 // 4/16 and 16/16 at block_v 64 in four segments take 0.76x and 0.78x the block_v 32 split's time;
-// 8/24, 16/32 and 32/32 in two segments 0.96-0.98x the unsplit scan's, under the split's 10 % bar).
+// 8/24, 16/32 and 32/32 in two segments 0.96-0.98x the unsplit scan's, under the split's bar; at
+// 1x4096 4/16 and 16/16 in segments of 16 0.88x the unsplit call, results/ab/h200/sm80-short-cp.json).
 TEST(Sm80Plan, BlockV64WhereBlockV32NeedsMoreThanAWave) {
   auto plan = [](std::vector<int64_t> lens, int h, int hv) { return sm80::choose(sm90::Batch::of(prefill(lens, h, hv)), 132, 232448); };
   EXPECT_EQ(plan({2048}, 16, 32).block_v, 32) << "128 CTAs on 132 SMs";
@@ -190,6 +191,13 @@ TEST(Sm80Plan, BlockV64WhereBlockV32NeedsMoreThanAWave) {
   EXPECT_EQ(split.stages, 3);
   EXPECT_EQ(plan({32768}, 16, 16).block_v, 64);
   EXPECT_EQ(plan({32768}, 8, 24).seg_chunks, 0) << "two segments at block_v 64: 0.96x, under the bar";
+  for (const int h : {4, 16}) {  // 4/16 and 16/16 1x4096: a split modelled 9.2 % faster, over the 8 % bar
+    const sm80::Plan four_segments = plan({4096}, h, 16);
+    EXPECT_EQ(four_segments.seg_chunks, 16) << h << "/16";
+    EXPECT_EQ(four_segments.block_v, 64) << h << "/16";
+  }
+  EXPECT_EQ(plan({4096}, 8, 24).seg_chunks, 0) << "measured 1.26x split (block_v 64, segments of 16)";
+  EXPECT_EQ(plan({2048}, 4, 16).seg_chunks, 0) << "measured 1.09x split";
   EXPECT_EQ(plan({32768}, 8, 24).block_v, 32) << "96 CTAs on 132 SMs";
   EXPECT_EQ(sm80::choose(sm90::Batch::of(prefill({32768}, 4, 16)), 128, 101376).block_v, 32) << "99 KiB: one q tile, block_v 32";
   const sm90::Batch long_b = sm90::Batch::of(prefill({32768}, 16, 64));

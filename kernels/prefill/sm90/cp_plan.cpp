@@ -111,11 +111,13 @@ Plan choose_context_parallel(const Batch& b, const Plan& p, int sm_count, int mm
   const int64_t max_chunks = chunks_of(b.max_len());
   // A split must be modelled 10 % faster, or no slower where the unsplit grid fills at most a
   // quarter of the SMs (H100: 2/8 1x2048, 32 CTAs, modelled 62.2 split against
-  // 62.6 us, measured 0.84x the unsplit call at L = 8).
+  // 62.6 us, measured 0.84x the unsplit call at L = 8). On mma.sync scans 8 % (H200, prefill/sm80:
+  // 4/16 and 16/16 1x4096 at block_v 64 in segments of 16, modelled 9.2 % faster, measured 0.88x
+  // the unsplit call; no other cell of the 171 changes until 7 %, 8/24 1x32768).
   const bool thin = 4 * unsplit_ctas <= int64_t(sm_count);
   Plan best = p;
   const bool mma_sync = mma_sync_block_v > 0;
-  double best_us = (thin ? 1.0 : 0.9) * modeled_scan_us(b, p, sm_count, mma_sync);
+  double best_us = (thin ? 1.0 : mma_sync ? 0.92 : 0.9) * modeled_scan_us(b, p, sm_count, mma_sync);
   // Segments of 8 chunks or more: at 4 the fixup's steps and the scan's own start cost more than
   // they save (H100: 1.3-2.2x the L = 8 call on 2/8, 4/16 and 16/16 at 1x2048
   // and 1x4096).
