@@ -1,4 +1,4 @@
-// Checkpoints in the sm90 fused kernel (docs/method.md 2.4): every position is a multiple of the
+// Checkpoints in the sm90 fused kernel and scan (docs/method.md 2.4): every position is a multiple of the
 // 64-token chunk, so a checkpoint is the state a CTA holds after a whole chunk, stored to its slot
 // with the final state's values and rounding. The fused kernel instantiates this only with
 // checkpoints asked for (kCkpt): without, its code is what it was.
@@ -12,9 +12,8 @@
 //   on the chain;
 // - the store is state_columns.cuh's: one base address a lane and 64 global stores with constant
 //   offsets.
-// The scan keeps checkpoints.cuh: it cannot store under a wgmma wait (two groups in flight, see
-// StateWarpgroup::chunk), and with this cursor and store right after the chunk its twins ran
-// slower than with checkpoints.cuh's, though with fewer instructions (README.md, Checkpoints).
+// The scan's block_v 32 and 64 twins take this cursor too (scan_kernel.cuh); its block_v 128 and
+// 8-bit twins keep checkpoints.cuh (README.md, Checkpoints).
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,11 @@
 
 namespace gdn::sm90 {
 
+// Where s[nt][e] sits from a lane's first element (head dim 2t of its column): in elements in a
+// [K][V] (kv) state, in pairs (e, e + 1) of adjacent head dims (e even) in a [V][K] (vk) one.
+__device__ __forceinline__ constexpr int kv_offset(int nt, int e) { return (8 * nt + (e & 1)) * kHeadDim + 8 * (e >> 1); }
+__device__ __forceinline__ constexpr int vk_pair_offset(int nt, int e) { return (8 * (e >> 1) * kHeadDim + 8 * nt) / 2; }
+
 // The warp's 16 columns of S^T from r (zeros when r is null), the layout of store_state_columns.
 __device__ __forceinline__ void load_state_columns(const prefill::StateRef& r, float (&s)[kHeadDim / 8][4], int lane,
                                                    int col) {
@@ -35,13 +40,13 @@ __device__ __forceinline__ void load_state_columns(const prefill::StateRef& r, f
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] = __bfloat162float(__ushort_as_bfloat16(__ldcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1))));
+        for (int e = 0; e < 4; ++e) s[nt][e] = __bfloat162float(__ushort_as_bfloat16(__ldcg(p + kv_offset(nt, e))));
     } else {
       const float* p = static_cast<const float*>(r.p) + at;
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[nt][e] = __ldcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1));
+        for (int e = 0; e < 4; ++e) s[nt][e] = __ldcg(p + kv_offset(nt, e));
     }
   } else {
     const int64_t at = int64_t(col) * D + d0;
@@ -51,7 +56,7 @@ __device__ __forceinline__ void load_state_columns(const prefill::StateRef& r, f
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
-          const unsigned int w = __ldcg(p + (8 * (e >> 1) * D + 8 * nt) / 2);
+          const unsigned int w = __ldcg(p + vk_pair_offset(nt, e));
           s[nt][e] = __uint_as_float(w << 16), s[nt][e + 1] = __uint_as_float(w & 0xffff0000u);
         }
     } else {
@@ -60,7 +65,7 @@ __device__ __forceinline__ void load_state_columns(const prefill::StateRef& r, f
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; e += 2) {
-          const float2 x = __ldcg(p + (8 * (e >> 1) * D + 8 * nt) / 2);
+          const float2 x = __ldcg(p + vk_pair_offset(nt, e));
           s[nt][e] = x.x, s[nt][e + 1] = x.y;
         }
     }
@@ -82,13 +87,13 @@ __device__ __forceinline__ void store_state_columns(const prefill::StateRef& r, 
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e])));
+        for (int e = 0; e < 4; ++e) __stcg(p + kv_offset(nt, e), __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e])));
     } else {
       float* p = static_cast<float*>(r.p) + at;
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) __stcg(p + (8 * nt + (e & 1)) * D + 8 * (e >> 1), s[nt][e]);
+        for (int e = 0; e < 4; ++e) __stcg(p + kv_offset(nt, e), s[nt][e]);
     }
   } else {  // [V][K]: element (d, v) at v D + d; (e, e + 1) are adjacent head dims
     const int64_t at = int64_t(col) * D + d0;
@@ -100,14 +105,14 @@ __device__ __forceinline__ void store_state_columns(const prefill::StateRef& r, 
         for (int e = 0; e < 4; e += 2) {
           const unsigned int lo = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e]));
           const unsigned int hi = __bfloat16_as_ushort(__float2bfloat16_rn(s[nt][e + 1]));
-          __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, lo | hi << 16);
+          __stcg(p + vk_pair_offset(nt, e), lo | hi << 16);
         }
     } else {
       float2* p = reinterpret_cast<float2*>(static_cast<float*>(r.p) + at);
 #pragma unroll
       for (int nt = 0; nt < D / 8; ++nt)
 #pragma unroll
-        for (int e = 0; e < 4; e += 2) __stcg(p + (8 * (e >> 1) * D + 8 * nt) / 2, make_float2(s[nt][e], s[nt][e + 1]));
+        for (int e = 0; e < 4; e += 2) __stcg(p + vk_pair_offset(nt, e), make_float2(s[nt][e], s[nt][e + 1]));
     }
   }
 }
